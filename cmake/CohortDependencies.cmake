@@ -1,0 +1,58 @@
+# Finds every dependency. A missing one stops configure and names the Debian package that provides it
+# (scripts/install-deps installs them all).
+
+macro(cohort_require found what package)
+  if(NOT ${found})
+    message(FATAL_ERROR "Cohort needs ${what}: install the Debian package '${package}' "
+                        "(or run scripts/install-deps)")
+  endif()
+endmacro()
+
+# Open MPI 4.1
+find_package(MPI COMPONENTS C)
+cohort_require(MPI_C_FOUND "MPI (Open MPI)" "libopenmpi-dev")
+
+# Parallel HDF5 built against Open MPI (Debian has no h5pc++, so only the C component).
+set(HDF5_PREFER_PARALLEL TRUE)
+find_package(HDF5 COMPONENTS C)
+cohort_require(HDF5_FOUND "HDF5" "libhdf5-openmpi-dev")
+if(NOT HDF5_IS_PARALLEL)
+  message(FATAL_ERROR "Cohort needs the parallel (Open MPI) HDF5, found a serial one: install the Debian "
+                      "package 'libhdf5-openmpi-dev'")
+endif()
+
+# LibTorch 1.13 (CPU build on Debian).
+find_package(Torch QUIET)
+cohort_require(Torch_FOUND "LibTorch" "libtorch-dev")
+
+# Boost: program_options for the CLI, unit_test_framework for the tests.
+find_package(Boost 1.74 QUIET COMPONENTS program_options)
+cohort_require(Boost_PROGRAM_OPTIONS_FOUND "Boost.Program_options" "libboost-program-options-dev")
+if(COHORT_BUILD_TESTS)
+  find_package(Boost 1.74 QUIET COMPONENTS unit_test_framework)
+  cohort_require(Boost_UNIT_TEST_FRAMEWORK_FOUND "Boost.Test" "libboost-test-dev")
+endif()
+
+find_package(nlohmann_json 3 QUIET)
+cohort_require(nlohmann_json_FOUND "nlohmann JSON" "nlohmann-json3-dev")
+
+find_package(Slurm)
+cohort_require(Slurm_FOUND "libslurm" "libslurm-dev")
+
+# NCCL + CUDA: AUTO turns the backend on when both are found.
+set(COHORT_HAVE_NCCL OFF)
+if(NOT COHORT_WITH_NCCL STREQUAL "OFF")
+  if(NOT DEFINED CUDAToolkit_ROOT AND EXISTS /usr/local/cuda)
+    set(CUDAToolkit_ROOT /usr/local/cuda)
+  endif()
+  find_package(CUDAToolkit QUIET)
+  find_package(Nccl)
+  if(CUDAToolkit_FOUND AND Nccl_FOUND)
+    set(COHORT_HAVE_NCCL ON)
+  elseif(COHORT_WITH_NCCL STREQUAL "ON")
+    message(FATAL_ERROR "COHORT_WITH_NCCL=ON but CUDA (found: ${CUDAToolkit_FOUND}) or NCCL (found: "
+                        "${Nccl_FOUND}) is missing: install CUDA and NCCL (Debian: nvidia-cuda-toolkit, "
+                        "libnccl-dev) or set COHORT_WITH_NCCL=AUTO")
+  endif()
+endif()
+message(STATUS "Cohort: NCCL backend ${COHORT_HAVE_NCCL} (COHORT_WITH_NCCL=${COHORT_WITH_NCCL})")

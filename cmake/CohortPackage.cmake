@@ -1,0 +1,22 @@
+# Install rules and the CMake package, so that `find_package(Cohort)` works from an install prefix.
+include(GNUInstallDirs)
+include(CMakePackageConfigHelpers)
+
+set(COHORT_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/Cohort)
+set_target_properties(cohort_cli PROPERTIES INSTALL_RPATH "$ORIGIN/../${CMAKE_INSTALL_LIBDIR}")
+
+install(TARGETS cohort cohort_cli EXPORT CohortTargets
+        LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+        RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
+        INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(DIRECTORY include/cohort DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} FILES_MATCHING PATTERN "*.hpp")
+install(FILES ${PROJECT_BINARY_DIR}/include/cohort/config.hpp
+        DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/cohort)
+install(EXPORT CohortTargets NAMESPACE cohort:: DESTINATION ${COHORT_CMAKE_DIR})
+
+configure_package_config_file(cmake/CohortConfig.cmake.in ${PROJECT_BINARY_DIR}/CohortConfig.cmake
+                              INSTALL_DESTINATION ${COHORT_CMAKE_DIR})
+write_basic_package_version_file(${PROJECT_BINARY_DIR}/CohortConfigVersion.cmake
+                                 COMPATIBILITY SameMinorVersion)
+install(FILES ${PROJECT_BINARY_DIR}/CohortConfig.cmake ${PROJECT_BINARY_DIR}/CohortConfigVersion.cmake
+        DESTINATION ${COHORT_CMAKE_DIR})

@@ -1,0 +1,20 @@
+# FindNccl: NCCL headers and library (CUDA's tree first, then the system).
+# Defines Nccl_FOUND, Nccl_VERSION and the imported target Nccl::nccl.
+set(_nccl_hints ${CUDAToolkit_LIBRARY_ROOT} ${CUDAToolkit_ROOT} /usr/local/cuda)
+find_path(Nccl_INCLUDE_DIR nccl.h HINTS ${_nccl_hints} PATH_SUFFIXES include)
+find_library(Nccl_LIBRARY nccl HINTS ${_nccl_hints} PATH_SUFFIXES lib64 lib)
+if(Nccl_INCLUDE_DIR)
+  file(STRINGS "${Nccl_INCLUDE_DIR}/nccl.h" _nccl_ver REGEX "^#define NCCL_(MAJOR|MINOR|PATCH) ")
+  string(REGEX REPLACE ".*NCCL_MAJOR ([0-9]+).*" "\\1" _maj "${_nccl_ver}")
+  string(REGEX REPLACE ".*NCCL_MINOR ([0-9]+).*" "\\1" _min "${_nccl_ver}")
+  string(REGEX REPLACE ".*NCCL_PATCH ([0-9]+).*" "\\1" _pat "${_nccl_ver}")
+  set(Nccl_VERSION "${_maj}.${_min}.${_pat}")
+endif()
+include(FindPackageHandleStandardArgs)
+find_package_handle_standard_args(Nccl REQUIRED_VARS Nccl_LIBRARY Nccl_INCLUDE_DIR VERSION_VAR Nccl_VERSION)
+if(Nccl_FOUND AND NOT TARGET Nccl::nccl)
+  add_library(Nccl::nccl UNKNOWN IMPORTED)
+  set_target_properties(Nccl::nccl PROPERTIES IMPORTED_LOCATION "${Nccl_LIBRARY}"
+                                              INTERFACE_INCLUDE_DIRECTORIES "${Nccl_INCLUDE_DIR}")
+endif()
+mark_as_advanced(Nccl_INCLUDE_DIR Nccl_LIBRARY)

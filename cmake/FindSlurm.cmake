@@ -1,0 +1,21 @@
+# FindSlurm: libslurm ships neither pkg-config nor CMake files.
+# Defines Slurm_FOUND, Slurm_VERSION and the imported target Slurm::slurm.
+find_path(Slurm_INCLUDE_DIR slurm/slurm.h)
+find_library(Slurm_LIBRARY slurm)
+if(Slurm_INCLUDE_DIR AND EXISTS "${Slurm_INCLUDE_DIR}/slurm/slurm_version.h")
+  file(STRINGS "${Slurm_INCLUDE_DIR}/slurm/slurm_version.h" _slurm_ver REGEX "^#define SLURM_VERSION_NUMBER")
+  string(REGEX REPLACE ".*0x([0-9a-fA-F]+).*" "\\1" _slurm_hex "${_slurm_ver}")
+  math(EXPR _slurm_num "0x${_slurm_hex}")
+  math(EXPR _maj "(${_slurm_num} >> 16) & 255")
+  math(EXPR _min "(${_slurm_num} >> 8) & 255")
+  math(EXPR _mic "${_slurm_num} & 255")
+  set(Slurm_VERSION "${_maj}.${_min}.${_mic}")
+endif()
+include(FindPackageHandleStandardArgs)
+find_package_handle_standard_args(Slurm REQUIRED_VARS Slurm_LIBRARY Slurm_INCLUDE_DIR VERSION_VAR Slurm_VERSION)
+if(Slurm_FOUND AND NOT TARGET Slurm::slurm)
+  add_library(Slurm::slurm UNKNOWN IMPORTED)
+  set_target_properties(Slurm::slurm PROPERTIES IMPORTED_LOCATION "${Slurm_LIBRARY}"
+                                                INTERFACE_INCLUDE_DIRECTORIES "${Slurm_INCLUDE_DIR}")
+endif()
+mark_as_advanced(Slurm_INCLUDE_DIR Slurm_LIBRARY)

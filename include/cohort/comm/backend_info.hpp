@@ -1,0 +1,19 @@
+// Which communication backends this build has and what they can see at run time.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace cohort::comm {
+
+struct BackendInfo {
+  std::string name;  // "mpi", "nccl"
+  bool compiled = false;
+  std::string version;  // library version, when compiled in
+  int devices = 0;      // accelerators visible (CUDA devices for NCCL)
+  std::string detail;   // why there are no devices, or other notes
+};
+
+std::vector<BackendInfo> backend_info();
+
+}  // namespace cohort::comm

@@ -1,0 +1,58 @@
+// MpiSession: RAII over MPI's lifetime for one process.
+//
+// Protocol: construct once, early in main, when the topology says the process is distributed.
+// The constructor calls MPI_Init_thread(MPI_THREAD_MULTIPLE) (unless MPI is already initialised,
+// in which case it neither initialises nor finalises), duplicates MPI_COMM_WORLD into Cohort's own
+// communicator with errors returned (never aborting silently), and splits it by shared-memory node.
+// The destructor frees both communicators and finalises MPI; it never throws.
+// The header keeps mpi.h out of its includers.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cohort/env/topology.hpp"
+
+namespace cohort::comm {
+
+// What MPI's own view of the nodes says, compared with the launcher's.
+struct NodeLayout {
+  int node_index = 0;  // the launcher's node index (filled in from MPI when it was unknown)
+  int node_count = 1;
+  int hosts = 1;                    // distinct shared-memory hosts MPI sees
+  int launcher_nodes_per_host = 1;  // >1 when several launcher nodes share one host (a sandbox)
+};
+
+class MpiSession {
+ public:
+  MpiSession(int* argc, char*** argv);
+  ~MpiSession();
+  MpiSession(const MpiSession&) = delete;
+  MpiSession& operator=(const MpiSession&) = delete;
+
+  int rank() const;
+  int size() const;
+  int node_rank() const;  // rank in the shared-memory node communicator
+  int node_size() const;
+
+  // Checks that every rank's launcher view agrees with MPI's: same world rank and size, the
+  // launcher's node-local ranks 0..local_size-1 on each node, and each launcher node inside one
+  // shared-memory host. Fills in node index/count when the launcher did not give them. Collective.
+  // Throws EnvironmentError naming the disagreement.
+  NodeLayout verify(env::Topology& topology) const;
+
+  // Gathers one string from every rank to rank 0 (rank order); other ranks get an empty vector.
+  std::vector<std::string> gather_to_root(const std::string& mine) const;
+
+  void barrier() const;
+
+  // MPI library identification ("Open MPI v4.1.4, ..."); callable without a session.
+  static std::string library_version();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace cohort::comm

@@ -1,0 +1,21 @@
+// The command table of the `cohort` executable. Each command parses its own arguments with
+// Boost.Program_options and calls the library; no logic lives in cli/.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace cohort::cli {
+
+struct Command {
+  const char* name;
+  const char* summary;
+  // args excludes the program and command names. Returns the exit code.
+  int (*run)(const std::vector<std::string>& args, int* argc, char*** argv);
+};
+
+const std::vector<Command>& commands();
+
+int run_env(const std::vector<std::string>& args, int* argc, char*** argv);
+
+}  // namespace cohort::cli

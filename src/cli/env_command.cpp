@@ -1,0 +1,161 @@
+// `cohort env [--json] [--all-ranks]`: the launcher's view of this rank, checked against MPI.
+#include <boost/program_options.hpp>
+#include <cstdio>
+#include <iostream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <sstream>
+
+#include "cohort/comm/backend_info.hpp"
+#include "cohort/comm/mpi_session.hpp"
+#include "cohort/config.hpp"
+#include "cohort/env/environment.hpp"
+#include "cohort/env/hostlist.hpp"
+#include "cohort/env/system_info.hpp"
+#include "cohort/env/topology_json.hpp"
+#include "cohort/train/torch_runtime.hpp"
+#include "command.hpp"
+
+namespace po = boost::program_options;
+using nlohmann::json;
+
+namespace cohort::cli {
+namespace {
+
+json build_report(const env::Topology& topology, const std::optional<comm::NodeLayout>& layout) {
+  json report = env::to_json(topology);
+  report["cohort_version"] = COHORT_VERSION;
+  report["hostname"] = env::hostname();
+  report["online_cpus"] = env::online_cpus();
+  if (layout) {
+    report["mpi_layout"] = {{"hosts", layout->hosts},
+                            {"launcher_nodes_per_host", layout->launcher_nodes_per_host}};
+  }
+  json backends = json::array();
+  for (const auto& b : comm::backend_info()) {
+    backends.push_back({{"name", b.name},
+                        {"compiled", b.compiled},
+                        {"version", b.version},
+                        {"devices", b.devices},
+                        {"detail", b.detail}});
+  }
+  report["backends"] = backends;
+  const auto torch = train::torch_runtime();
+  report["torch"] = {{"version", torch.version},
+                     {"intra_op_threads", torch.intra_op_threads},
+                     {"inter_op_threads", torch.inter_op_threads},
+                     {"cuda_available", torch.cuda_available}};
+  const auto blas = env::blas_info();
+  report["blas"] = {{"vendor", blas.vendor}, {"library", blas.library}, {"detail", blas.detail}};
+  return report;
+}
+
+std::string text_or_dash(const json& value) {
+  if (value.is_null()) return "-";
+  return value.is_string() ? value.get<std::string>() : value.dump();
+}
+
+std::string describe(const json& r) {
+  std::ostringstream out;
+  auto row = [&](const char* key, const std::string& value) {
+    out << "  " << key << std::string(20 - std::string(key).size(), ' ') << value << "\n";
+  };
+  out << "cohort " << r["cohort_version"].get<std::string>() << ": rank " << r["rank"] << " of "
+      << r["world_size"] << " (" << r["launcher"].get<std::string>() << ")\n";
+  row("local rank / size", r["local_rank"].dump() + " / " + r["local_size"].dump());
+  row("node", r["node_index"].dump() + " of " + r["node_count"].dump() + "  host " +
+                  (r["host"].get<std::string>().empty() ? r["hostname"].get<std::string>()
+                                                        : r["host"].get<std::string>()));
+  row("hosts", env::compress_hostlist(r["hosts"].get<std::vector<std::string>>()));
+  if (!r["slurm"].is_null()) {
+    const json& s = r["slurm"];
+    row("slurm job", s["job_id"].get<std::string>() + " step " + text_or_dash(s["step_id"]) +
+                         " array " + text_or_dash(s["array_job_id"]) + "_" +
+                         text_or_dash(s["array_task_id"]) + " restarts " +
+                         s["restart_count"].dump());
+  }
+  row("cpus per task", r["cpus_per_task"] == 0 ? "- (" + r["online_cpus"].dump() + " online)"
+                                               : r["cpus_per_task"].dump());
+  row("gpus",
+      r["gpus"].empty() ? "none" : r["gpus"].dump() + " device " + text_or_dash(r["cuda_device"]));
+  if (r.contains("mpi_layout")) {
+    row("mpi hosts", r["mpi_layout"]["hosts"].dump() + " (launcher nodes per host " +
+                         r["mpi_layout"]["launcher_nodes_per_host"].dump() + ")");
+  }
+  for (const auto& b : r["backends"]) {
+    std::string text = b["detail"].get<std::string>();
+    if (b["compiled"].get<bool>()) {
+      text = b["version"].get<std::string>() + ", " +
+             (b["name"] == "mpi" ? "" : b["devices"].dump() + " devices, ") + text;
+    }
+    row(b["name"].get<std::string>().c_str(), text);
+  }
+  row("torch", r["torch"]["version"].get<std::string>() + ", " +
+                   r["torch"]["intra_op_threads"].dump() + " intra-op threads");
+  row("blas", r["blas"]["vendor"].get<std::string>() + " (" +
+                  r["blas"]["library"].get<std::string>() + ")");
+  return out.str();
+}
+
+std::string describe_all(const std::vector<json>& reports) {
+  std::ostringstream out;
+  out << "rank  local  node  host              gpus        launcher\n";
+  for (const auto& r : reports) {
+    char line[256];
+    const std::string host = r["host"].get<std::string>().empty() ? r["hostname"].get<std::string>()
+                                                                  : r["host"].get<std::string>();
+    std::snprintf(line, sizeof line, "%-5d %-6s %-5d %-17s %-11s %s\n", r["rank"].get<int>(),
+                  (r["local_rank"].dump() + "/" + r["local_size"].dump()).c_str(),
+                  r["node_index"].get<int>(), host.c_str(),
+                  r["gpus"].empty() ? "-" : r["gpus"].dump().c_str(),
+                  r["launcher"].get<std::string>().c_str());
+    out << line;
+  }
+  return out.str();
+}
+
+// Writes one whole block with a single call so that ranks' lines do not interleave.
+void emit(const std::string& text) {
+  std::fwrite(text.data(), 1, text.size(), stdout);
+  std::fflush(stdout);
+}
+
+}  // namespace
+
+int run_env(const std::vector<std::string>& args, int* argc, char*** argv) {
+  po::options_description options("cohort env options");
+  options.add_options()("help,h", "show this help")("json", "print JSON (one object per rank)")(
+      "all-ranks", "gather every rank's view to rank 0 and print them together");
+  po::variables_map vm;
+  po::store(po::command_line_parser(args).options(options).run(), vm);
+  po::notify(vm);
+  if (vm.count("help")) {
+    std::cout << "usage: cohort env [--json] [--all-ranks]\n" << options;
+    return 0;
+  }
+  env::Topology topology = env::detect(env::Environment::from_process());
+  std::unique_ptr<comm::MpiSession> session;
+  std::optional<comm::NodeLayout> layout;
+  if (topology.distributed()) {
+    session = std::make_unique<comm::MpiSession>(argc, argv);
+    layout = session->verify(topology);
+  }
+  const json report = build_report(topology, layout);
+  const bool as_json = vm.count("json") != 0;
+  if (!vm.count("all-ranks")) {
+    emit(as_json ? report.dump() + "\n" : describe(report));
+    return 0;
+  }
+  std::vector<json> reports;
+  if (session) {
+    for (const auto& text : session->gather_to_root(report.dump()))
+      reports.push_back(json::parse(text));
+  } else {
+    reports.push_back(report);
+  }
+  if (topology.rank == 0) emit(as_json ? json(reports).dump(2) + "\n" : describe_all(reports));
+  return 0;
+}
+
+}  // namespace cohort::cli

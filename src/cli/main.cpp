@@ -1,0 +1,74 @@
+// `cohort <command> ...`: dispatches to a command and maps errors to the documented exit codes
+// (docs/exit-codes.md).
+#include <boost/program_options/errors.hpp>
+#include <cstdio>
+#include <exception>
+#include <iostream>
+
+#include "cohort/config.hpp"
+#include "cohort/error.hpp"
+#include "command.hpp"
+
+namespace cohort::cli {
+
+const std::vector<Command>& commands() {
+  static const std::vector<Command> table = {
+      {"env", "print where each rank stands: topology, devices, libraries", run_env},
+  };
+  return table;
+}
+
+namespace {
+
+void print_help(std::ostream& out) {
+  out << "usage: cohort <command> [options]\n\ncommands:\n";
+  for (const auto& command : commands()) {
+    out << "  " << command.name << std::string(10 - std::string(command.name).size(), ' ')
+        << command.summary << "\n";
+  }
+  out << "  help      show this help (cohort <command> --help for a command's options)\n"
+      << "\noptions:\n  --version  print the version\n"
+      << "\nexit codes: 0 ok, 1 internal error, 2 usage/config/environment, 3 data or checkpoint "
+         "input,\n            75 stopped to be resumed, 76 watchdog, 77 peer lost "
+         "(docs/exit-codes.md)\n";
+}
+
+int dispatch(int argc, char** argv) {
+  if (argc < 2) {
+    print_help(std::cerr);
+    return static_cast<int>(ExitCode::kUsage);
+  }
+  const std::string name = argv[1];
+  if (name == "help" || name == "--help" || name == "-h") {
+    print_help(std::cout);
+    return 0;
+  }
+  if (name == "--version") {
+    std::cout << "cohort " << COHORT_VERSION << "\n";
+    return 0;
+  }
+  for (const auto& command : commands()) {
+    if (name == command.name) {
+      return command.run(std::vector<std::string>(argv + 2, argv + argc), &argc, &argv);
+    }
+  }
+  COHORT_THROW(UsageError, "unknown command '", name, "' (see: cohort help)");
+}
+
+}  // namespace
+}  // namespace cohort::cli
+
+int main(int argc, char** argv) {
+  try {
+    return cohort::cli::dispatch(argc, argv);
+  } catch (const cohort::Error& error) {
+    std::fprintf(stderr, "cohort: error: %s\n", error.what());
+    return static_cast<int>(error.exit_code());
+  } catch (const boost::program_options::error& error) {
+    std::fprintf(stderr, "cohort: usage error: %s\n", error.what());
+    return static_cast<int>(cohort::ExitCode::kUsage);
+  } catch (const std::exception& error) {
+    std::fprintf(stderr, "cohort: internal error (please report): %s\n", error.what());
+    return static_cast<int>(cohort::ExitCode::kInternal);
+  }
+}

@@ -1,0 +1,17 @@
+#include "cohort/comm/backend_info.hpp"
+
+#include "cohort/comm/mpi_session.hpp"
+#include "nccl/nccl_info.hpp"
+
+namespace cohort::comm {
+
+std::vector<BackendInfo> backend_info() {
+  BackendInfo mpi;
+  mpi.name = "mpi";
+  mpi.compiled = true;
+  mpi.version = MpiSession::library_version();
+  mpi.detail = "CPU tensors";
+  return {mpi, nccl::info()};
+}
+
+}  // namespace cohort::comm

@@ -1,0 +1,57 @@
+#include "cohort/env/system_info.hpp"
+
+#include <dlfcn.h>
+#include <limits.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstdlib>
+#include <memory>
+
+namespace cohort::env {
+namespace {
+
+std::string real_path(const char* path) {
+  std::array<char, PATH_MAX> buffer{};
+  if (realpath(path, buffer.data()) == nullptr) return path;
+  return buffer.data();
+}
+
+std::string vendor_of(const std::string& path, bool has_openblas_api, bool has_mkl_api) {
+  if (has_openblas_api || path.find("openblas") != std::string::npos) return "openblas";
+  if (has_mkl_api || path.find("mkl") != std::string::npos) return "mkl";
+  if (path.find("blis") != std::string::npos) return "blis";
+  if (path.find("atlas") != std::string::npos) return "atlas";
+  if (path.find("/blas/") != std::string::npos) return "reference";
+  return "unknown";
+}
+
+}  // namespace
+
+BlasInfo blas_info() {
+  BlasInfo info{"none", "none", ""};
+  void* dgemm = dlsym(RTLD_DEFAULT, "dgemm_");
+  Dl_info where{};
+  if (dgemm == nullptr || dladdr(dgemm, &where) == 0 || where.dli_fname == nullptr) return info;
+  info.library = real_path(where.dli_fname);
+  using ConfigFn = char* (*)();
+  const auto openblas_config =
+      reinterpret_cast<ConfigFn>(dlsym(RTLD_DEFAULT, "openblas_get_config"));
+  const bool mkl = dlsym(RTLD_DEFAULT, "mkl_get_version_string") != nullptr;
+  info.vendor = vendor_of(info.library, openblas_config != nullptr, mkl);
+  if (openblas_config != nullptr) info.detail = openblas_config();
+  return info;
+}
+
+std::string hostname() {
+  std::array<char, 256> buffer{};
+  if (gethostname(buffer.data(), buffer.size() - 1) != 0) return "unknown";
+  return buffer.data();
+}
+
+int online_cpus() {
+  const long n = sysconf(_SC_NPROCESSORS_ONLN);
+  return n > 0 ? static_cast<int>(n) : 1;
+}
+
+}  // namespace cohort::env
