@@ -48,6 +48,7 @@ SlurmdPidFile=$dir/slurmd-%n.pid
 SlurmctldLogFile=$dir/log/slurmctld.log
 SlurmdLogFile=$dir/log/slurmd-%n.log
 TmpFS=$dir/tmp/%n
+TaskProlog=$dir/task_prolog.sh
 ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none
 SelectType=select/cons_tres
@@ -65,6 +66,16 @@ MinJobAge=300
 JobCompType=jobcomp/none
 AccountingStorageType=accounting_storage/none
 CONF
+  # Fake nodes share one kernel: give each its own TMPDIR and Open MPI shared-memory directory, or
+  # the vader segments of two "nodes" (named by host name, job and local rank, in /dev/shm) collide.
+  cat >"$dir/task_prolog.sh" <<PROLOG
+#!/bin/sh
+echo "export TMPDIR=$dir/tmp/\$SLURMD_NODENAME"
+# Not in the batch script: mpirun would forward its value to the other node's ranks.
+[ -n "\$SLURM_STEP_ID" ] && echo "export OMPI_MCA_btl_vader_backing_directory=$dir/tmp/\$SLURMD_NODENAME"
+exit 0
+PROLOG
+  chmod 0755 "$dir/task_prolog.sh"
   for i in $(seq 1 "$nodes"); do
     echo "NodeName=n$i NodeHostname=$host NodeAddr=127.0.0.1 Port=$((base + i)) CPUs=$cpus RealMemory=$mem State=UNKNOWN" \
       >>"$dir/slurm.conf"
@@ -74,7 +85,7 @@ CONF
 }
 
 start_munge() {
-  mkdir -p "$dir/munge"; chmod 0755 "$dir/munge"
+  rm -rf "$dir/munge"; mkdir -p "$dir/munge"; chmod 0755 "$dir/munge"
   mungekey -c -k "$dir/munge/munge.key" -b 1024 2>/dev/null || mungekey -c -k "$dir/munge/munge.key"
   chmod 0600 "$dir/munge/munge.key"
   munged --force -S "$dir/munge/munge.socket" --key-file="$dir/munge/munge.key" \

@@ -1,7 +1,6 @@
 #include "cohort/comm/mpi_session.hpp"
 
 #include <algorithm>
-#include <array>
 #include <map>
 #include <set>
 
@@ -62,57 +61,71 @@ int MpiSession::node_size() const { return impl_->node_size; }
 
 void MpiSession::barrier() const { COHORT_MPI_CHECK(MPI_Barrier(impl_->world)); }
 
-NodeLayout MpiSession::verify(env::Topology& t) const {
-  COHORT_CHECK(t.rank == impl_->rank && t.world_size == impl_->size, EnvironmentError,
-               "launcher says rank ", t.rank, " of ", t.world_size, " but MPI says rank ",
-               impl_->rank, " of ", impl_->size);
-  // Per rank: launcher node index, launcher local rank, and the world rank of its host's leader.
-  int leader = impl_->rank;
-  COHORT_MPI_CHECK(MPI_Bcast(&leader, 1, MPI_INT, 0, impl_->node));
-  const std::array<int, 3> mine{t.node_index, t.local_rank, leader};
-  std::vector<int> all(3 * static_cast<size_t>(impl_->size));
-  COHORT_MPI_CHECK(MPI_Allgather(mine.data(), 3, MPI_INT, all.data(), 3, MPI_INT, impl_->world));
+namespace {
 
-  std::vector<int> leaders;  // distinct hosts in order of first appearance
-  for (int r = 0; r < impl_->size; ++r) {
-    const int l = all[3 * r + 2];
-    if (std::find(leaders.begin(), leaders.end(), l) == leaders.end()) leaders.push_back(l);
+// One row per rank of what its launcher said, plus MPI's host leader.
+struct RankView {
+  int rank, world_size, node_index, local_rank, local_size, leader;
+};
+
+int index_of(const std::vector<int>& values, int value) {
+  return static_cast<int>(std::find(values.begin(), values.end(), value) - values.begin());
+}
+
+// Every rank runs the same checks over the same gathered table, so all fail or pass together.
+NodeLayout check_views(std::vector<RankView>& views, int world_size) {
+  std::vector<int> leaders;  // distinct shared-memory hosts in order of first appearance
+  for (const auto& v : views) {
+    if (index_of(leaders, v.leader) == static_cast<int>(leaders.size()))
+      leaders.push_back(v.leader);
   }
-  if (t.node_index < 0) {  // the launcher did not say: one node per shared-memory host
-    t.node_index =
-        static_cast<int>(std::find(leaders.begin(), leaders.end(), leader) - leaders.begin());
-    t.node_count = static_cast<int>(leaders.size());
-    for (int r = 0; r < impl_->size; ++r) {
-      all[3 * r] = static_cast<int>(std::find(leaders.begin(), leaders.end(), all[3 * r + 2]) -
-                                    leaders.begin());
-    }
+  std::map<int, std::set<int>> local_ranks, node_hosts, host_nodes;
+  for (int r = 0; r < world_size; ++r) {
+    auto& v = views[static_cast<size_t>(r)];
+    COHORT_CHECK(v.rank == r && v.world_size == world_size, EnvironmentError, "launcher says rank ",
+                 v.rank, " of ", v.world_size, " but MPI says rank ", r, " of ", world_size);
+    if (v.node_index < 0) v.node_index = index_of(leaders, v.leader);  // launcher did not say
+    COHORT_CHECK(local_ranks[v.node_index].insert(v.local_rank).second, EnvironmentError,
+                 "launcher gives local rank ", v.local_rank, " twice on node ", v.node_index);
+    node_hosts[v.node_index].insert(v.leader);
+    host_nodes[v.leader].insert(v.node_index);
   }
-  std::map<int, std::set<int>> local_ranks;  // launcher node -> its local ranks
-  std::map<int, std::set<int>> node_hosts;   // launcher node -> hosts its ranks run on
-  std::map<int, std::set<int>> host_nodes;   // host -> launcher nodes on it
-  for (int r = 0; r < impl_->size; ++r) {
-    const int node = all[3 * r];
-    COHORT_CHECK(local_ranks[node].insert(all[3 * r + 1]).second, EnvironmentError,
-                 "launcher gives local rank ", all[3 * r + 1], " twice on node ", node);
-    node_hosts[node].insert(all[3 * r + 2]);
-    host_nodes[all[3 * r + 2]].insert(node);
-  }
-  const auto& my_locals = local_ranks[t.node_index];
-  COHORT_CHECK(
-      static_cast<int>(my_locals.size()) == t.local_size && *my_locals.rbegin() == t.local_size - 1,
-      EnvironmentError, "launcher says node ", t.node_index, " has ", t.local_size, " ranks but ",
-      my_locals.size(), " ranks report local ranks on it");
-  COHORT_CHECK(node_hosts[t.node_index].size() == 1, EnvironmentError, "launcher node ",
-               t.node_index, " spans ", node_hosts[t.node_index].size(),
-               " shared-memory hosts according to MPI_Comm_split_type");
   NodeLayout layout;
-  layout.node_index = t.node_index;
-  layout.node_count = t.node_count;
+  for (const auto& v : views) {
+    const auto& locals = local_ranks[v.node_index];
+    COHORT_CHECK(
+        static_cast<int>(locals.size()) == v.local_size && *locals.rbegin() == v.local_size - 1,
+        EnvironmentError, "launcher says node ", v.node_index, " has ", v.local_size, " ranks but ",
+        locals.size(), " ranks report local ranks 0..", *locals.rbegin(), " on it");
+    COHORT_CHECK(node_hosts[v.node_index].size() == 1, EnvironmentError, "launcher node ",
+                 v.node_index, " spans ", node_hosts[v.node_index].size(),
+                 " shared-memory hosts according to MPI_Comm_split_type");
+  }
+  layout.node_count = static_cast<int>(local_ranks.size());
   layout.hosts = static_cast<int>(leaders.size());
   for (const auto& entry : host_nodes) {
     layout.launcher_nodes_per_host =
         std::max(layout.launcher_nodes_per_host, static_cast<int>(entry.second.size()));
   }
+  return layout;
+}
+
+}  // namespace
+
+NodeLayout MpiSession::verify(env::Topology& t) const {
+  int leader = impl_->rank;
+  COHORT_MPI_CHECK(MPI_Bcast(&leader, 1, MPI_INT, 0, impl_->node));
+  const RankView mine{t.rank, t.world_size, t.node_index, t.local_rank, t.local_size, leader};
+  std::vector<RankView> views(static_cast<size_t>(impl_->size));
+  constexpr int kInts = sizeof(RankView) / sizeof(int);
+  COHORT_MPI_CHECK(
+      MPI_Allgather(&mine, kInts, MPI_INT, views.data(), kInts, MPI_INT, impl_->world));
+  NodeLayout layout = check_views(views, impl_->size);
+  const bool inferred = t.node_index < 0;
+  t.node_index = views[static_cast<size_t>(impl_->rank)].node_index;
+  if (inferred) t.node_count = layout.node_count;
+  layout.node_index = t.node_index;
+  layout.node_count = t.node_count;
   return layout;
 }
 

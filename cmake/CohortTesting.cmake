@@ -1,0 +1,39 @@
+# Helpers that register tests with CTest: labels, and a TIMEOUT on every test as its hang watchdog.
+
+set(COHORT_TEST_TIMEOUT 120 CACHE STRING "Default per-test timeout (s): the hang watchdog")
+
+# mpirun flags: oversubscribe always (2-core CI), and allow root only when running as root.
+execute_process(COMMAND id -u OUTPUT_VARIABLE _cohort_uid OUTPUT_STRIP_TRAILING_WHITESPACE)
+set(COHORT_MPIEXEC_FLAGS --oversubscribe)
+if(_cohort_uid STREQUAL "0")
+  list(APPEND COHORT_MPIEXEC_FLAGS --allow-run-as-root)
+endif()
+string(JOIN " " COHORT_MPIEXEC_FLAGS_TEXT ${COHORT_MPIEXEC_FLAGS})  # for scripts, via environment
+
+# cohort_test(NAME name LABELS l... COMMAND cmd... [TIMEOUT s] [FIXTURES f...] [ENVIRONMENT e...]
+#             [WILL_FAIL])
+function(cohort_test)
+  cmake_parse_arguments(T "WILL_FAIL" "NAME;TIMEOUT" "LABELS;COMMAND;FIXTURES;ENVIRONMENT" ${ARGN})
+  if(NOT T_TIMEOUT)
+    set(T_TIMEOUT ${COHORT_TEST_TIMEOUT})
+  endif()
+  add_test(NAME ${T_NAME} COMMAND ${T_COMMAND})
+  set_tests_properties(${T_NAME} PROPERTIES LABELS "${T_LABELS}" TIMEOUT ${T_TIMEOUT}
+                                            SKIP_RETURN_CODE 77)
+  if(T_FIXTURES)
+    set_tests_properties(${T_NAME} PROPERTIES FIXTURES_REQUIRED "${T_FIXTURES}")
+  endif()
+  if(T_ENVIRONMENT)
+    set_tests_properties(${T_NAME} PROPERTIES ENVIRONMENT "${T_ENVIRONMENT}")
+  endif()
+  if(T_WILL_FAIL)
+    set_tests_properties(${T_NAME} PROPERTIES WILL_FAIL TRUE)
+  endif()
+endfunction()
+
+# cohort_mpi_test(NAME name RANKS n COMMAND cmd...): runs cmd under mpirun with n ranks.
+function(cohort_mpi_test)
+  cmake_parse_arguments(T "" "NAME;RANKS" "COMMAND" ${ARGN})
+  cohort_test(NAME ${T_NAME} LABELS mpi
+              COMMAND ${MPIEXEC_EXECUTABLE} ${COHORT_MPIEXEC_FLAGS} -np ${T_RANKS} ${T_COMMAND})
+endfunction()
