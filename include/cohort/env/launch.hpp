@@ -1,0 +1,23 @@
+// `cohort launch -n N -- COMMAND...`: the command line that starts N ranks of COMMAND where the
+// process stands — srun inside a Slurm allocation, mpirun elsewhere. Pure: it builds the argv, the
+// caller execs it.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "cohort/env/topology.hpp"
+
+namespace cohort::env {
+
+struct LaunchOptions {
+  int ranks = 1;
+  std::vector<std::string> command;
+  bool running_as_root = false;  // mpirun refuses root unless told
+};
+
+// Throws UsageError when ranks < 1, the command is empty, or this process is already one rank of
+// a multi-rank launch (launching from inside a step would nest jobs).
+std::vector<std::string> launch_argv(const Topology& topology, const LaunchOptions& options);
+
+}  // namespace cohort::env

@@ -1,0 +1,43 @@
+#include <boost/test/unit_test.hpp>
+
+#include "cohort/env/launch.hpp"
+#include "cohort/error.hpp"
+
+using cohort::env::Launcher;
+using cohort::env::launch_argv;
+using cohort::env::LaunchOptions;
+using cohort::env::Topology;
+using Argv = std::vector<std::string>;
+
+BOOST_AUTO_TEST_SUITE(env_launch)
+
+BOOST_AUTO_TEST_CASE(mpirun_outside_slurm) {
+  Topology lone;
+  BOOST_TEST(launch_argv(lone, {2, {"cohort", "env"}, false}) ==
+                 (Argv{"mpirun", "--oversubscribe", "-np", "2", "cohort", "env"}),
+             boost::test_tools::per_element());
+  BOOST_TEST(launch_argv(lone, {3, {"x"}, true}) ==
+                 (Argv{"mpirun", "--allow-run-as-root", "--oversubscribe", "-np", "3", "x"}),
+             boost::test_tools::per_element());
+}
+
+BOOST_AUTO_TEST_CASE(srun_inside_an_allocation) {
+  for (const auto launcher : {Launcher::kSlurmBatch, Launcher::kSlurmAlloc}) {
+    Topology shell;
+    shell.launcher = launcher;
+    BOOST_TEST(launch_argv(shell, {4, {"cohort", "env"}, true}) ==
+                   (Argv{"srun", "--mpi=pmix", "-n", "4", "cohort", "env"}),
+               boost::test_tools::per_element());
+  }
+}
+
+BOOST_AUTO_TEST_CASE(refuses_nested_or_empty_launches) {
+  Topology rank;
+  rank.launcher = Launcher::kSlurmStep;
+  rank.world_size = 2;
+  BOOST_CHECK_THROW(launch_argv(rank, {2, {"x"}, false}), cohort::UsageError);
+  BOOST_CHECK_THROW(launch_argv(Topology{}, {0, {"x"}, false}), cohort::UsageError);
+  BOOST_CHECK_THROW(launch_argv(Topology{}, {2, {}, false}), cohort::UsageError);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
