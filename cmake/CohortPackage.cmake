@@ -20,3 +20,18 @@ write_basic_package_version_file(${PROJECT_BINARY_DIR}/CohortConfigVersion.cmake
                                  COMPATIBILITY SameMinorVersion)
 install(FILES ${PROJECT_BINARY_DIR}/CohortConfig.cmake ${PROJECT_BINARY_DIR}/CohortConfigVersion.cmake
         DESTINATION ${COHORT_CMAKE_DIR})
+
+# Modulefiles (Lmod and Tcl) and the docs. The modulefiles are generated at install time so that
+# `cmake --install --prefix P` puts P in them.
+install(DIRECTORY docs/ DESTINATION ${CMAKE_INSTALL_DOCDIR})
+install(DIRECTORY sbatch/ DESTINATION ${CMAKE_INSTALL_DATADIR}/cohort/sbatch USE_SOURCE_PERMISSIONS)
+install(CODE "
+  set(PROJECT_VERSION ${PROJECT_VERSION})
+  set(CMAKE_INSTALL_BINDIR ${CMAKE_INSTALL_BINDIR})
+  set(CMAKE_INSTALL_LIBDIR ${CMAKE_INSTALL_LIBDIR})
+  set(COHORT_DOC_DIR \${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_DOCDIR})
+  set(_dir \$ENV{DESTDIR}\${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_DATADIR}/modulefiles/cohort)
+  configure_file(${PROJECT_SOURCE_DIR}/modules/cohort.lua.in \${_dir}/${PROJECT_VERSION}.lua @ONLY)
+  configure_file(${PROJECT_SOURCE_DIR}/modules/cohort.tcl.in \${_dir}/${PROJECT_VERSION} @ONLY)
+  message(STATUS \"Installing: \${_dir}/${PROJECT_VERSION}{,.lua}\")
+")

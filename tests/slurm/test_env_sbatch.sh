@@ -11,7 +11,7 @@ srun --mpi=pmix "$COHORT_BIN" env --json >$work/step.jsonl
 "$MPIEXEC" $MPIEXEC_FLAGS "$COHORT_BIN" env --json >$work/mpirun.jsonl
 "$COHORT_BIN" launch -n 3 -- "$COHORT_BIN" env --json --all-ranks >$work/launch.json
 JOB
-sbatch --wait "$work/job.sh" || { cat "$work/job.out" >&2; fail "the batch job failed"; }
+submit_wait "$work/job.sh" >/dev/null || { cat "$work/job.out" >&2; fail "the batch job failed"; }
 "$CHECK_ENV_VIEWS" "$work/batch.json" --world 1 --launcher "slurm batch script" --hosts n1,n2
 "$CHECK_ENV_VIEWS" "$work/step.jsonl" --world 4 --launcher "slurm step" --hosts n1,n2
 "$CHECK_ENV_VIEWS" "$work/mpirun.jsonl" --world 4 --launcher "open mpi" --hosts n1,n2
