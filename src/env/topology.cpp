@@ -79,13 +79,8 @@ bool in_slurm_step(const Environment& env, const std::optional<SlurmJob>& job) {
   return *step < kFirstPseudoStep;
 }
 
-void detect_slurm_step(const Environment& env, Topology& t) {
-  t.launcher = Launcher::kSlurmStep;
-  t.rank = require_count(env, "SLURM_PROCID");
-  t.local_rank = require_count(env, "SLURM_LOCALID");
-  t.node_index = require_count(env, "SLURM_NODEID");
-  const char* list_var =
-      env.has("SLURM_STEP_NODELIST") ? "SLURM_STEP_NODELIST" : "SLURM_JOB_NODELIST";
+// Hosts of the step and this task's node among them.
+void read_step_nodes(const Environment& env, Topology& t, const char* list_var) {
   const auto nodelist = env.get(list_var);
   COHORT_CHECK(nodelist.has_value(), EnvironmentError,
                "in a Slurm step but neither SLURM_STEP_NODELIST nor SLURM_JOB_NODELIST is set");
@@ -99,7 +94,12 @@ void detect_slurm_step(const Environment& env, Topology& t) {
   COHORT_CHECK(t.node_index < t.node_count, EnvironmentError, "SLURM_NODEID=", t.node_index,
                " is not below the node count ", t.node_count, " of ", list_var);
   t.host = t.hosts[static_cast<size_t>(t.node_index)];
+}
 
+// World and local size from tasks-per-node (summed), else from the task count spread evenly.
+// SLURM_NTASKS is absent when only --ntasks-per-node was given, so neither source is required
+// alone.
+void read_step_tasks(const Environment& env, Topology& t, const char* list_var) {
   const char* tpn_var =
       env.has("SLURM_STEP_TASKS_PER_NODE") ? "SLURM_STEP_TASKS_PER_NODE" : "SLURM_TASKS_PER_NODE";
   const auto tpn_text = env.get(tpn_var);
@@ -114,15 +114,27 @@ void detect_slurm_step(const Environment& env, Topology& t) {
                  per_node.size(), " nodes but ", list_var, " has ", t.node_count);
     t.local_size = per_node[static_cast<size_t>(t.node_index)];
     t.world_size = std::accumulate(per_node.begin(), per_node.end(), 0);
-    if (tasks)
+    if (tasks) {
       must_agree(env, std::string(tpn_var) + " (summed)", t.world_size, tasks->first.c_str());
-  } else {
-    t.world_size = tasks->second;
-    COHORT_CHECK(t.world_size % t.node_count == 0, EnvironmentError, tasks->first, "=",
-                 t.world_size, " does not divide over ", t.node_count,
-                 " nodes and SLURM_STEP_TASKS_PER_NODE is not set");
-    t.local_size = t.world_size / t.node_count;
+    }
+    return;
   }
+  t.world_size = tasks->second;
+  COHORT_CHECK(t.world_size % t.node_count == 0, EnvironmentError, tasks->first, "=", t.world_size,
+               " does not divide over ", t.node_count,
+               " nodes and SLURM_STEP_TASKS_PER_NODE is not set");
+  t.local_size = t.world_size / t.node_count;
+}
+
+void detect_slurm_step(const Environment& env, Topology& t) {
+  t.launcher = Launcher::kSlurmStep;
+  t.rank = require_count(env, "SLURM_PROCID");
+  t.local_rank = require_count(env, "SLURM_LOCALID");
+  t.node_index = require_count(env, "SLURM_NODEID");
+  const char* list_var =
+      env.has("SLURM_STEP_NODELIST") ? "SLURM_STEP_NODELIST" : "SLURM_JOB_NODELIST";
+  read_step_nodes(env, t, list_var);
+  read_step_tasks(env, t, list_var);
   must_agree(env, "SLURM_PROCID", t.rank, "PMIX_RANK");
   must_agree(env, "SLURM_PROCID", t.rank, "RANK");
   must_agree(env, "SLURM_LOCALID", t.local_rank, "LOCAL_RANK");

@@ -3,8 +3,8 @@
 #include "cohort/env/launch.hpp"
 #include "cohort/error.hpp"
 
-using cohort::env::Launcher;
 using cohort::env::launch_argv;
+using cohort::env::Launcher;
 using cohort::env::LaunchOptions;
 using cohort::env::Topology;
 using Argv = std::vector<std::string>;
