@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Bad job environments: `cohort env` exits 2 with one `cohort: error:` line naming the variable,
+# and never starts MPI or falls back to one process.
+set -uo pipefail
+bin=$1
+check() {
+  local want=$1; shift
+  local err rc
+  err=$(env -i PATH="$PATH" "$@" "$bin" env 2>&1 >/dev/null); rc=$?
+  [ "$rc" = 2 ] || { echo "FAIL: $* -> exit $rc (want 2): $err"; exit 1; }
+  echo "$err" | grep -q "^cohort: error: .*$want" || { echo "FAIL: $* -> '$err' lacks '$want'"; exit 1; }
+  echo "ok: $* -> $(echo "$err" | tail -1)"
+}
+step="SLURM_JOB_ID=9 SLURM_STEP_ID=0 SLURM_STEP_NODELIST=n[1-2] SLURM_STEP_TASKS_PER_NODE=1(x2) SLURM_NODEID=0 SLURM_LOCALID=0"
+# shellcheck disable=SC2086
+check "SLURM_PROCID='x'" $step SLURM_PROCID=x
+# shellcheck disable=SC2086
+check "PMIX_RANK=1" $step SLURM_PROCID=0 PMIX_RANK=1
+check "SLURM_STEP_NODELIST='n\[1-2'" SLURM_JOB_ID=9 SLURM_STEP_ID=0 'SLURM_STEP_NODELIST=n[1-2' SLURM_PROCID=0 SLURM_NODEID=0 SLURM_LOCALID=0 SLURM_NTASKS=1
+check "OMPI_COMM_WORLD_SIZE" OMPI_COMM_WORLD_RANK=0
+check "WORLD_SIZE" RANK=3
+# A bad option is a usage error too.
+out=$("$bin" env --no-such-option 2>&1); rc=$?
+[ "$rc" = 2 ] || { echo "FAIL: unknown option -> exit $rc: $out"; exit 1; }
+out=$("$bin" no-such-command 2>&1); rc=$?
+[ "$rc" = 2 ] || { echo "FAIL: unknown command -> exit $rc: $out"; exit 1; }
+echo "all bad environments rejected"
