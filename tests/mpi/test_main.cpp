@@ -4,11 +4,17 @@
 #include <boost/test/unit_test.hpp>
 #include <memory>
 
-#include "cohort/comm/mpi_session.hpp"
+#include "mpi_fixture.hpp"
+
+namespace {
+std::unique_ptr<cohort::comm::MpiSession> g_session;
+}
+
+const cohort::comm::MpiSession& cohort::test::session() { return *g_session; }
 
 struct MpiFixture {
-  MpiFixture() : session(std::make_unique<cohort::comm::MpiSession>(nullptr, nullptr)) {}
-  std::unique_ptr<cohort::comm::MpiSession> session;
+  MpiFixture() { g_session = std::make_unique<cohort::comm::MpiSession>(nullptr, nullptr); }
+  ~MpiFixture() { g_session.reset(); }
 };
 
 BOOST_TEST_GLOBAL_FIXTURE(MpiFixture);

@@ -50,8 +50,10 @@ class MpiSession {
   // MPI library identification ("Open MPI v4.1.4, ..."); callable without a session.
   static std::string library_version();
 
+  struct Impl;  // defined in src/comm/mpi/, where the MPI backend reads the communicators
+
  private:
-  struct Impl;
+  friend const Impl& session_impl(const MpiSession&);
   std::unique_ptr<Impl> impl_;
 };
 

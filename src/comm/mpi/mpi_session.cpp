@@ -4,21 +4,14 @@
 #include <map>
 #include <set>
 
+#include "cohort/comm/allocator.hpp"
 #include "mpi_check.hpp"
+#include "mpi_session_impl.hpp"
 
 namespace cohort::comm {
 
-struct MpiSession::Impl {
-  bool owns_mpi = false;
-  MPI_Comm world = MPI_COMM_NULL;  // Cohort's duplicate of MPI_COMM_WORLD
-  MPI_Comm node = MPI_COMM_NULL;   // ranks sharing memory with this one
-  int rank = 0;
-  int size = 1;
-  int node_rank = 0;
-  int node_size = 1;
-};
-
 MpiSession::MpiSession(int* argc, char*** argv) : impl_(std::make_unique<Impl>()) {
+  tune_allocator();  // before MPI and torch allocate their large buffers
   int initialized = 0;
   COHORT_MPI_CHECK(MPI_Initialized(&initialized));
   if (!initialized) {

@@ -11,3 +11,19 @@ BackendInfo info() {
 }
 
 }  // namespace cohort::comm::nccl
+
+#include "cohort/error.hpp"
+#include "nccl_factory.hpp"
+
+namespace cohort::comm::nccl {
+
+bool compiled() { return false; }
+
+std::unique_ptr<Communicator> make_communicator(const MpiSession&, CommOptions,
+                                                std::shared_ptr<Watchdog>) {
+  COHORT_THROW(ConfigError,
+               "the NCCL backend is not compiled into this build (CUDA or nccl.h were not found "
+               "at configure time); use CPU tensors with the MPI backend");
+}
+
+}  // namespace cohort::comm::nccl

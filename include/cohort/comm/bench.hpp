@@ -1,0 +1,34 @@
+// `cohort bench allreduce`: Cohort's all-reduce against raw MPI_Allreduce on the same buffers, in
+// the same run, interleaved iteration by iteration so that both see the same machine state.
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+#include "cohort/comm/communicator.hpp"
+#include "cohort/comm/mpi_session.hpp"
+
+namespace cohort::comm {
+
+struct AllreduceBenchRow {
+  std::size_t bytes = 0;
+  int iterations = 0;
+  double cohort_ms = 0;        // median of the blocking all_reduce
+  double cohort_async_ms = 0;  // median of all_reduce_async + wait (through the worker thread)
+  double raw_ms = 0;           // median of MPI_Allreduce on the same buffer
+  double algbw_gbs = 0;        // bytes / cohort time
+  double busbw_gbs = 0;        // algbw * 2 (n - 1) / n
+  double ratio = 0;            // raw time / cohort time: >= 1 means Cohort is as fast as raw MPI
+};
+
+struct AllreduceBenchOptions {
+  std::size_t min_bytes = 4 << 10;
+  std::size_t max_bytes = 256 << 20;
+  double seconds_per_size = 1.0;  // time budget per size, both variants together
+};
+
+// Collective over the communicator (MPI backend, float32 sums).
+std::vector<AllreduceBenchRow> bench_allreduce(Communicator& comm, const MpiSession& session,
+                                               const AllreduceBenchOptions& options);
+
+}  // namespace cohort::comm

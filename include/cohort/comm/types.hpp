@@ -1,0 +1,37 @@
+// Options and enums shared by every communicator backend.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <string>
+
+namespace cohort::comm {
+
+enum class ReduceOp { kSum, kAvg, kMax, kMin };
+const char* to_string(ReduceOp op);
+
+enum class Backend { kMpi, kNccl };
+const char* to_string(Backend backend);
+
+// Per-call options. A zero timeout means the communicator's default.
+struct CollectiveOptions {
+  ReduceOp op = ReduceOp::kSum;
+  std::chrono::milliseconds timeout{0};
+};
+
+// What a rank does when a collective outlives its timeout.
+enum class OnTimeout {
+  kAbort,  // log, dump the flight recorder, abort the whole job with exit code 76
+  kThrow,  // log, dump, throw WatchdogError (tests, and callers that can recover)
+};
+
+struct CommOptions {
+  std::chrono::milliseconds timeout{std::chrono::minutes(10)};
+  OnTimeout on_timeout = OnTimeout::kAbort;
+  // Before every collective, check that all ranks call the same operation with the same size and
+  // dtype (one extra small all-gather per call). Also enabled by COHORT_COMM_DEBUG=1.
+  bool debug_check = false;
+  std::size_t flight_recorder_entries = 64;
+};
+
+}  // namespace cohort::comm

@@ -1,0 +1,158 @@
+#include "mpi_communicator.hpp"
+
+#include <ATen/ops/div.h>
+
+#include <climits>
+
+#include "mpi_check.hpp"
+#include "mpi_types.hpp"
+
+namespace cohort::comm {
+namespace {
+
+int count_of(const at::Tensor& t, const char* op) {
+  COHORT_CHECK(t.numel() <= INT_MAX, CommError, op, ": ", t.numel(),
+               " elements exceed MPI's int count; split the tensor");
+  return static_cast<int>(t.numel());
+}
+
+int rank_of(MPI_Comm comm) {
+  int rank = 0;
+  COHORT_MPI_CHECK(MPI_Comm_rank(comm, &rank));
+  return rank;
+}
+
+int size_of(MPI_Comm comm) {
+  int size = 0;
+  COHORT_MPI_CHECK(MPI_Comm_size(comm, &size));
+  return size;
+}
+
+// A posted MPI_Isend/MPI_Irecv. MPI progresses it whenever MPI is entered: in wait()/test() here,
+// and in any collective the worker thread is running meanwhile.
+class RequestWork final : public Work {
+ public:
+  RequestWork(MPI_Request request, std::function<void()> on_done)
+      : request_(request), on_done_(std::move(on_done)) {}
+  ~RequestWork() override {
+    // A request dropped unfinished must not be left dangling in MPI.
+    if (!done_) MPI_Request_free(&request_);
+  }
+  bool test() override {
+    if (done_) return true;
+    int flag = 0;
+    COHORT_MPI_CHECK(MPI_Test(&request_, &flag, MPI_STATUS_IGNORE));
+    if (flag) finish();
+    return done_;
+  }
+  void wait() override {
+    if (done_) return;
+    COHORT_MPI_CHECK(MPI_Wait(&request_, MPI_STATUS_IGNORE));
+    finish();
+  }
+
+ private:
+  void finish() {
+    done_ = true;
+    if (on_done_) on_done_();
+  }
+  MPI_Request request_;
+  std::function<void()> on_done_;
+  bool done_ = false;
+};
+
+}  // namespace
+
+MpiCommunicator::MpiCommunicator(MPI_Comm comm, CommOptions options,
+                                 std::shared_ptr<Watchdog> watchdog)
+    : Communicator(rank_of(comm), size_of(comm), options, std::move(watchdog)),
+      comm_(comm),
+      worker_(std::make_unique<Worker>()) {
+  COHORT_MPI_CHECK(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN));
+}
+
+MpiCommunicator::~MpiCommunicator() {
+  worker_.reset();        // finishes queued operations first
+  MPI_Comm_free(&comm_);  // return code ignored: destructors never throw
+}
+
+bool MpiCommunicator::device_ok(const at::Tensor& t) const { return t.device().is_cpu(); }
+
+WorkPtr MpiCommunicator::run(const Call& call, std::function<void()> on_done) {
+  if (call.kind == OpKind::kSend || call.kind == OpKind::kRecv)
+    return post_p2p(call, std::move(on_done));
+  auto task = [this, call] { execute(call); };
+  if (call.blocking) return worker_->run_inline(task, on_done);
+  return worker_->submit(std::move(task), std::move(on_done));
+}
+
+WorkPtr MpiCommunicator::post_p2p(const Call& call, std::function<void()> on_done) {
+  MPI_Request request = MPI_REQUEST_NULL;
+  if (call.kind == OpKind::kSend) {
+    const at::Tensor& t = call.in;
+    COHORT_MPI_CHECK(MPI_Isend(t.data_ptr(), count_of(t, "send"), mpi::datatype(t.scalar_type()),
+                               call.peer, call.tag, comm_, &request));
+  } else {
+    const at::Tensor& t = call.out;
+    COHORT_MPI_CHECK(MPI_Irecv(t.data_ptr(), count_of(t, "recv"), mpi::datatype(t.scalar_type()),
+                               call.peer, call.tag, comm_, &request));
+  }
+  return std::make_shared<RequestWork>(request, std::move(on_done));
+}
+
+void MpiCommunicator::execute(const Call& call) {
+  if (options().debug_check) check_fingerprints(fingerprint(call));
+  switch (call.kind) {
+    case OpKind::kAllReduce: {
+      const at::Tensor& t = call.out;
+      COHORT_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, t.data_ptr(), count_of(t, "all_reduce"),
+                                     mpi::datatype(t.scalar_type()),
+                                     mpi::reduce_op(call.op, t.scalar_type()), comm_));
+      if (call.op == ReduceOp::kAvg) t.div_(size());
+      break;
+    }
+    case OpKind::kBroadcast: {
+      const at::Tensor& t = call.out;
+      COHORT_MPI_CHECK(MPI_Bcast(t.data_ptr(), count_of(t, "broadcast"),
+                                 mpi::datatype(t.scalar_type()), call.peer, comm_));
+      break;
+    }
+    case OpKind::kAllGather: {
+      const at::Tensor& in = call.in;
+      const MPI_Datatype type = mpi::datatype(in.scalar_type());
+      const int n = count_of(in, "all_gather");
+      COHORT_MPI_CHECK(MPI_Allgather(in.data_ptr(), n, type, call.out.data_ptr(), n, type, comm_));
+      break;
+    }
+    case OpKind::kReduceScatter: {
+      const at::Tensor& out = call.out;
+      COHORT_MPI_CHECK(MPI_Reduce_scatter_block(
+          call.in.data_ptr(), out.data_ptr(), count_of(out, "reduce_scatter"),
+          mpi::datatype(out.scalar_type()), mpi::reduce_op(call.op, out.scalar_type()), comm_));
+      if (call.op == ReduceOp::kAvg) out.div_(size());
+      break;
+    }
+    case OpKind::kBarrier:
+      COHORT_MPI_CHECK(MPI_Barrier(comm_));
+      break;
+    case OpKind::kSend:
+    case OpKind::kRecv:
+      break;  // posted by post_p2p
+  }
+}
+
+std::vector<std::int64_t> MpiCommunicator::gather_fingerprints(
+    const std::array<std::int64_t, 4>& mine) {
+  std::vector<std::int64_t> all(4 * static_cast<size_t>(size()));
+  COHORT_MPI_CHECK(MPI_Allgather(mine.data(), 4, MPI_INT64_T, all.data(), 4, MPI_INT64_T, comm_));
+  return all;
+}
+
+std::unique_ptr<Communicator> MpiCommunicator::make_split(int color, int key) {
+  MPI_Comm sub = MPI_COMM_NULL;
+  COHORT_MPI_CHECK(MPI_Comm_split(comm_, color < 0 ? MPI_UNDEFINED : color, key, &sub));
+  if (sub == MPI_COMM_NULL) return nullptr;
+  return std::make_unique<MpiCommunicator>(sub, options(), watchdog());
+}
+
+}  // namespace cohort::comm

@@ -1,0 +1,221 @@
+// The NCCL backend: CUDA tensors, one ncclComm_t per communicator, on its own CUDA stream.
+//
+// Ordering with LibTorch: Debian's LibTorch has no CUDA, so Cohort cannot ask torch for its
+// current stream; it orders against the legacy default stream, which is torch's default. Each
+// operation waits for the work already queued on the default stream (an event), runs on our
+// stream, and its Work makes the default stream wait for it in wait(). The unique id travels
+// over MPI from rank 0.
+#include <mpi.h>
+
+#include <ATen/core/Tensor.h>
+
+#include <vector>
+
+#include "../mpi/mpi_check.hpp"
+#include "../mpi/mpi_session_impl.hpp"
+#include "nccl_check.hpp"
+#include "nccl_factory.hpp"
+
+namespace cohort::comm::nccl {
+namespace {
+
+ncclDataType_t nccl_type(c10::ScalarType type) {
+  switch (type) {
+    case c10::ScalarType::Float:
+      return ncclFloat32;
+    case c10::ScalarType::Double:
+      return ncclFloat64;
+    case c10::ScalarType::Half:
+      return ncclFloat16;
+    case c10::ScalarType::BFloat16:
+      return ncclBfloat16;
+    case c10::ScalarType::Long:
+      return ncclInt64;
+    case c10::ScalarType::Int:
+      return ncclInt32;
+    case c10::ScalarType::Byte:
+      return ncclUint8;
+    case c10::ScalarType::Char:
+      return ncclInt8;
+    default:
+      COHORT_THROW(CommError, "the NCCL backend does not carry dtype ", type);
+  }
+}
+
+ncclRedOp_t nccl_op(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::kSum:
+      return ncclSum;
+    case ReduceOp::kAvg:
+      return ncclAvg;
+    case ReduceOp::kMax:
+      return ncclMax;
+    case ReduceOp::kMin:
+      return ncclMin;
+  }
+  return ncclSum;
+}
+
+// Completion of one operation: an event recorded on our stream after it.
+class EventWork final : public Work {
+ public:
+  EventWork(cudaEvent_t event, std::function<void()> on_done)
+      : event_(event), on_done_(std::move(on_done)) {}
+  ~EventWork() override { cudaEventDestroy(event_); }
+  bool test() override {
+    if (!done_ && cudaEventQuery(event_) == cudaSuccess) finish();
+    return done_;
+  }
+  void wait() override {
+    if (done_) return;
+    COHORT_CUDA_CHECK(cudaEventSynchronize(event_));
+    COHORT_CUDA_CHECK(cudaStreamWaitEvent(cudaStreamLegacy, event_, 0));
+    finish();
+  }
+
+ private:
+  void finish() {
+    done_ = true;
+    if (on_done_) on_done_();
+  }
+  cudaEvent_t event_;
+  std::function<void()> on_done_;
+  bool done_ = false;
+};
+
+class NcclCommunicator final : public Communicator {
+ public:
+  NcclCommunicator(ncclComm_t comm, int rank, int size, CommOptions options,
+                   std::shared_ptr<Watchdog> watchdog)
+      : Communicator(rank, size, options, std::move(watchdog)), comm_(comm) {
+    COHORT_CUDA_CHECK(cudaGetDevice(&device_));
+    COHORT_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+  }
+  ~NcclCommunicator() override {
+    cudaStreamSynchronize(stream_);  // return codes ignored: destructors never throw
+    ncclCommDestroy(comm_);
+    cudaStreamDestroy(stream_);
+  }
+  Backend backend() const override { return Backend::kNccl; }
+
+ protected:
+  WorkPtr run(const Call& call, std::function<void()> on_done) override {
+    cudaEvent_t ready = nullptr;
+    COHORT_CUDA_CHECK(cudaEventCreateWithFlags(&ready, cudaEventDisableTiming));
+    COHORT_CUDA_CHECK(cudaEventRecord(ready, cudaStreamLegacy));
+    COHORT_CUDA_CHECK(cudaStreamWaitEvent(stream_, ready, 0));
+    cudaEventDestroy(ready);
+    if (options().debug_check) check_fingerprints(fingerprint(call));
+    launch(call);
+    cudaEvent_t done = nullptr;
+    COHORT_CUDA_CHECK(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
+    COHORT_CUDA_CHECK(cudaEventRecord(done, stream_));
+    auto work = std::make_shared<EventWork>(done, std::move(on_done));
+    if (call.blocking) work->wait();
+    return work;
+  }
+  void drain() override { COHORT_CUDA_CHECK(cudaStreamSynchronize(stream_)); }
+  bool device_ok(const at::Tensor& t) const override {
+    return t.device().is_cuda() && t.device().index() == device_;
+  }
+  const char* device_name() const override { return "CUDA (this rank's device)"; }
+
+  std::unique_ptr<Communicator> make_split(int color, int key) override {
+    ncclComm_t sub = nullptr;
+    COHORT_NCCL_CHECK(
+        ncclCommSplit(comm_, color < 0 ? NCCL_SPLIT_NOCOLOR : color, key, &sub, nullptr));
+    if (color < 0) return nullptr;
+    int rank = 0, size = 0;
+    COHORT_NCCL_CHECK(ncclCommUserRank(sub, &rank));
+    COHORT_NCCL_CHECK(ncclCommCount(sub, &size));
+    return std::make_unique<NcclCommunicator>(sub, rank, size, options(), watchdog());
+  }
+
+  std::vector<std::int64_t> gather_fingerprints(const std::array<std::int64_t, 4>& mine) override {
+    std::vector<std::int64_t> all(4 * static_cast<size_t>(size()));
+    std::int64_t* device = nullptr;
+    COHORT_CUDA_CHECK(
+        cudaMalloc(reinterpret_cast<void**>(&device), all.size() * sizeof(std::int64_t)));
+    cudaMemcpyAsync(device + 4 * rank(), mine.data(), 4 * sizeof(std::int64_t),
+                    cudaMemcpyHostToDevice, stream_);
+    const ncclResult_t rc =
+        ncclAllGather(device + 4 * rank(), device, 4, ncclInt64, comm_, stream_);
+    cudaMemcpyAsync(all.data(), device, all.size() * sizeof(std::int64_t), cudaMemcpyDeviceToHost,
+                    stream_);
+    cudaStreamSynchronize(stream_);
+    cudaFree(device);
+    COHORT_NCCL_CHECK(rc);
+    return all;
+  }
+
+ private:
+  void launch(const Call& call) {
+    switch (call.kind) {
+      case OpKind::kAllReduce: {
+        const at::Tensor& t = call.out;
+        COHORT_NCCL_CHECK(ncclAllReduce(t.data_ptr(), t.data_ptr(), t.numel(),
+                                        nccl_type(t.scalar_type()), nccl_op(call.op), comm_,
+                                        stream_));
+        break;
+      }
+      case OpKind::kBroadcast: {
+        const at::Tensor& t = call.out;
+        COHORT_NCCL_CHECK(ncclBroadcast(t.data_ptr(), t.data_ptr(), t.numel(),
+                                        nccl_type(t.scalar_type()), call.peer, comm_, stream_));
+        break;
+      }
+      case OpKind::kAllGather:
+        COHORT_NCCL_CHECK(ncclAllGather(call.in.data_ptr(), call.out.data_ptr(), call.in.numel(),
+                                        nccl_type(call.in.scalar_type()), comm_, stream_));
+        break;
+      case OpKind::kReduceScatter:
+        COHORT_NCCL_CHECK(ncclReduceScatter(call.in.data_ptr(), call.out.data_ptr(),
+                                            call.out.numel(), nccl_type(call.out.scalar_type()),
+                                            nccl_op(call.op), comm_, stream_));
+        break;
+      case OpKind::kSend:  // NCCL has no tags: p2p transfers between two ranks match in order
+        COHORT_NCCL_CHECK(ncclSend(call.in.data_ptr(), call.in.numel(),
+                                   nccl_type(call.in.scalar_type()), call.peer, comm_, stream_));
+        break;
+      case OpKind::kRecv:
+        COHORT_NCCL_CHECK(ncclRecv(call.out.data_ptr(), call.out.numel(),
+                                   nccl_type(call.out.scalar_type()), call.peer, comm_, stream_));
+        break;
+      case OpKind::kBarrier:
+        barrier_on_stream();
+        break;
+    }
+  }
+
+  void barrier_on_stream() {
+    if (barrier_buffer_ == nullptr) COHORT_CUDA_CHECK(cudaMalloc(&barrier_buffer_, sizeof(float)));
+    COHORT_NCCL_CHECK(
+        ncclAllReduce(barrier_buffer_, barrier_buffer_, 1, ncclFloat32, ncclSum, comm_, stream_));
+  }
+
+  ncclComm_t comm_;
+  cudaStream_t stream_ = nullptr;
+  int device_ = 0;
+  void* barrier_buffer_ = nullptr;
+};
+
+}  // namespace
+
+bool compiled() { return true; }
+
+std::unique_ptr<Communicator> make_communicator(const MpiSession& session, CommOptions options,
+                                                std::shared_ptr<Watchdog> watchdog) {
+  const auto& impl = session_impl(session);
+  int devices = 0;
+  COHORT_CHECK(cudaGetDeviceCount(&devices) == cudaSuccess && devices > 0, ConfigError,
+               "the NCCL backend needs a CUDA device, and this rank sees none");
+  ncclUniqueId id{};
+  if (impl.rank == 0) COHORT_NCCL_CHECK(ncclGetUniqueId(&id));
+  COHORT_MPI_CHECK(MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, impl.world));
+  ncclComm_t comm = nullptr;
+  COHORT_NCCL_CHECK(ncclCommInitRank(&comm, impl.size, id, impl.rank));
+  return std::make_unique<NcclCommunicator>(comm, impl.rank, impl.size, options,
+                                            std::move(watchdog));
+}
+
+}  // namespace cohort::comm::nccl

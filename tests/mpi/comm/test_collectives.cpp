@@ -1,0 +1,184 @@
+// Every collective against a serial reference: each rank can compute every other rank's input,
+// so the expected result is computed locally. Values are small integers, exact in every dtype
+// (bf16 included), so sums compare exactly.
+#include <ATen/ATen.h>
+
+#include <boost/test/data/test_case.hpp>
+#include <boost/test/unit_test.hpp>
+
+#include "cohort/comm/factory.hpp"
+#include "cohort/error.hpp"
+#include "mpi_fixture.hpp"
+
+using cohort::comm::Backend;
+using cohort::comm::CollectiveOptions;
+using cohort::comm::ReduceOp;
+
+namespace {
+
+std::unique_ptr<cohort::comm::Communicator> make(bool debug = false) {
+  cohort::comm::CommOptions options;
+  options.timeout = std::chrono::seconds(60);
+  options.debug_check = debug;
+  return cohort::comm::make_communicator(cohort::test::session(), Backend::kMpi, options);
+}
+
+// Rank r's input: small integers in [-8, 8] that differ by rank and position.
+at::Tensor input(int rank, int64_t n, at::ScalarType type) {
+  return (at::arange(n, at::kLong).remainder(7) - 3 + rank * 2 - 2).to(type);
+}
+
+at::Tensor reference(int size, int64_t n, at::ScalarType type, ReduceOp op) {
+  at::Tensor acc = input(0, n, at::kDouble);
+  for (int r = 1; r < size; ++r) {
+    const at::Tensor x = input(r, n, at::kDouble);
+    if (op == ReduceOp::kSum || op == ReduceOp::kAvg) acc = acc + x;
+    if (op == ReduceOp::kMax) acc = at::maximum(acc, x);
+    if (op == ReduceOp::kMin) acc = at::minimum(acc, x);
+  }
+  if (op == ReduceOp::kAvg) acc = acc / size;
+  return acc.to(type);
+}
+
+const std::vector<at::ScalarType> kTypes = {at::kFloat, at::kDouble, at::kLong, at::kBFloat16};
+// 0, 1, odd sizes, and 64 MiB of float32.
+const std::vector<int64_t> kSizes = {0, 1, 7, 1001, 16 * 1024 * 1024};
+
+bool same(const at::Tensor& a, const at::Tensor& b) {
+  return a.sizes() == b.sizes() && at::equal(a.to(at::kDouble), b.to(at::kDouble));
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(comm_collectives)
+
+BOOST_DATA_TEST_CASE(all_reduce_matches_reference,
+                     boost::unit_test::data::make(kTypes) * boost::unit_test::data::make(kSizes),
+                     type, n) {
+  auto comm = make();
+  for (const auto op : {ReduceOp::kSum, ReduceOp::kMax, ReduceOp::kMin, ReduceOp::kAvg}) {
+    if (op == ReduceOp::kAvg && !at::isFloatingType(type)) continue;
+    if (n > 4096 && op != ReduceOp::kSum) continue;  // the big size once is enough
+    at::Tensor t = input(comm->rank(), n, type);
+    comm->all_reduce(t, {op});
+    at::Tensor want = reference(comm->size(), n, type, op);
+    if (op == ReduceOp::kAvg) {
+      BOOST_TEST(at::allclose(t.to(at::kDouble), want.to(at::kDouble), 1e-2, 1e-2));
+    } else {
+      BOOST_TEST(same(t, want),
+                 "all_reduce " << cohort::comm::to_string(op) << " " << type << " n=" << n);
+    }
+  }
+}
+
+BOOST_DATA_TEST_CASE(broadcast_all_gather_reduce_scatter,
+                     boost::unit_test::data::make(kTypes) * boost::unit_test::data::make(kSizes),
+                     type, n) {
+  auto comm = make();
+  const int size = comm->size();
+  const int rank = comm->rank();
+  const int64_t m = std::min<int64_t>(n, 1 << 20);  // gathers hold size x n
+  for (int root = 0; root < size; ++root) {
+    at::Tensor t = input(rank, m, type);
+    comm->broadcast(t, root);
+    BOOST_TEST(same(t, input(root, m, type)), "broadcast from " << root);
+  }
+  at::Tensor gathered = at::empty({size * m}, at::TensorOptions(type));
+  comm->all_gather(gathered, input(rank, m, type));
+  for (int r = 0; r < size; ++r) BOOST_TEST(same(gathered.narrow(0, r * m, m), input(r, m, type)));
+
+  at::Tensor scattered = at::empty({m}, at::TensorOptions(type));
+  at::Tensor whole = input(rank, size * m, type);
+  comm->reduce_scatter(scattered, whole);
+  at::Tensor want = reference(size, size * m, type, ReduceOp::kSum).narrow(0, rank * m, m);
+  BOOST_TEST(same(scattered, want), "reduce_scatter " << type << " n=" << m);
+}
+
+BOOST_AUTO_TEST_CASE(send_recv_ring_and_barrier) {
+  auto comm = make();
+  const int size = comm->size();
+  const int rank = comm->rank();
+  at::Tensor out = input(rank, 1000, at::kFloat);
+  at::Tensor in = at::empty({1000}, at::kFloat);
+  auto recv = comm->recv_async(in, (rank + size - 1) % size, 5);
+  auto send = comm->send_async(out, (rank + 1) % size, 5);
+  send->wait();
+  recv->wait();
+  BOOST_TEST(same(in, input((rank + size - 1) % size, 1000, at::kFloat)));
+  comm->barrier();
+}
+
+BOOST_AUTO_TEST_CASE(async_operations_complete_in_issue_order) {
+  auto comm = make();
+  std::vector<at::Tensor> tensors;
+  std::vector<cohort::comm::WorkPtr> works;
+  for (int i = 0; i < 8; ++i) {
+    tensors.push_back(input(comm->rank(), 1000 + i * 100000, at::kFloat));
+    works.push_back(comm->all_reduce_async(tensors.back()));
+  }
+  at::Tensor last = input(comm->rank(), 3, at::kFloat);
+  comm->all_reduce(last);  // a blocking call after async ones runs after them
+  for (auto& w : works) BOOST_TEST(w->test());
+  for (int i = 0; i < 8; ++i) {
+    works[i]->wait();
+    BOOST_TEST(
+        same(tensors[i], reference(comm->size(), 1000 + i * 100000, at::kFloat, ReduceOp::kSum)));
+  }
+  const auto records = comm->flight_recorder().snapshot();
+  BOOST_TEST_REQUIRE(records.size() == 9u);
+  for (size_t i = 0; i < records.size(); ++i) {
+    BOOST_TEST(records[i].seq == i);
+    BOOST_TEST(records[i].done);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(invalid_input_is_a_clear_error) {
+  auto comm = make();
+  at::Tensor strided = at::zeros({4, 4}).t();
+  auto message_has = [](const char* word) {
+    return [word](const cohort::CommError& e) {
+      return std::string(e.what()).find(word) != std::string::npos;
+    };
+  };
+  BOOST_CHECK_EXCEPTION(comm->all_reduce(strided), cohort::CommError,
+                        message_has("not contiguous"));
+  at::Tensor flags = at::zeros({4}, at::kBool);
+  BOOST_CHECK_EXCEPTION(comm->all_reduce(flags), cohort::CommError, message_has("Bool"));
+  at::Tensor ints = at::zeros({4}, at::kLong);
+  BOOST_CHECK_EXCEPTION(comm->all_reduce(ints, {ReduceOp::kAvg}), cohort::CommError,
+                        message_has("avg"));
+  at::Tensor small = at::zeros({3});
+  BOOST_CHECK_EXCEPTION(comm->all_gather(small, at::zeros({3})), cohort::CommError,
+                        message_has("expected"));
+  BOOST_CHECK_EXCEPTION(comm->broadcast(small, comm->size()), cohort::CommError,
+                        message_has("not in this"));
+  comm->barrier();  // nothing was sent: the communicator still works
+}
+
+BOOST_AUTO_TEST_CASE(debug_check_reports_mismatched_calls_on_every_rank) {
+  auto comm = make(true);
+  at::Tensor t = at::ones({comm->rank() == 0 ? 10 : 11});
+  BOOST_CHECK_EXCEPTION(comm->all_reduce(t), cohort::CommError, [](const cohort::CommError& e) {
+    return std::string(e.what()).find("collective mismatch") != std::string::npos;
+  });
+  at::Tensor u = at::ones({5});
+  comm->all_reduce(u);  // matching calls still work afterwards
+  BOOST_TEST(u[0].item<float>() == comm->size());
+}
+
+BOOST_AUTO_TEST_CASE(split_into_even_and_odd_ranks) {
+  auto comm = make();
+  auto sub = comm->split(comm->rank() % 2, comm->rank());
+  BOOST_REQUIRE(sub != nullptr);
+  BOOST_TEST(sub->size() == (comm->size() + 1 - comm->rank() % 2) / 2);
+  BOOST_TEST(sub->rank() == comm->rank() / 2);
+  at::Tensor t = at::full({3}, static_cast<double>(comm->rank()), at::kDouble);
+  sub->all_reduce(t);
+  double want = 0;
+  for (int r = comm->rank() % 2; r < comm->size(); r += 2) want += r;
+  BOOST_TEST(t[0].item<double>() == want);
+  auto none = comm->split(comm->rank() == 0 ? -1 : 0, 0);
+  BOOST_TEST((none == nullptr) == (comm->rank() == 0));
+}
+
+BOOST_AUTO_TEST_SUITE_END()
