@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Runs watchdog_skip on 3 ranks: expects exit code 76 within timeout (2 s) + 10 s and a message
+# naming the collective, its sequence number, the step and the ranks waited for.
+set -uo pipefail
+err=$(mktemp)
+trap 'rm -f "$err"' EXIT
+start=$(date +%s)
+# shellcheck disable=SC2086
+"$MPIEXEC" $MPIEXEC_FLAGS -np 3 "$WATCHDOG_SKIP" 2>"$err" >/dev/null
+rc=$?
+elapsed=$(( $(date +%s) - start ))
+cat "$err"
+[ "$rc" = 76 ] || { echo "FAIL: exit code $rc, expected 76"; exit 1; }
+[ "$elapsed" -le 12 ] || { echo "FAIL: took ${elapsed} s, more than timeout + 10 s"; exit 1; }
+grep -q "watchdog: rank [02] of 3 .*all_reduce #3 (1024 x Float) at step 12" "$err" \
+  || { echo "FAIL: the message does not name all_reduce #3 at step 12"; exit 1; }
+grep -q "waiting for ranks" "$err" || { echo "FAIL: the ranks waited for are not named"; exit 1; }
+grep -q "flight recorder" "$err" || { echo "FAIL: no flight recorder dump"; exit 1; }
+echo "watchdog fired in ${elapsed} s with exit code $rc"
