@@ -1,0 +1,31 @@
+// BucketPlan: which parameters share a gradient bucket. Parameters are taken in reverse
+// registration order (roughly the order backward produces their gradients), frozen ones are
+// skipped, and each bucket holds one dtype. A bucket closes when the next parameter would take it
+// past its byte cap: the first bucket has a smaller cap so that communication starts early.
+#pragma once
+
+#include <c10/core/ScalarType.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace cohort::ddp {
+
+struct ParamInfo {
+  std::int64_t numel = 0;
+  c10::ScalarType dtype = c10::ScalarType::Float;
+  bool requires_grad = true;
+};
+
+struct BucketSpec {
+  c10::ScalarType dtype = c10::ScalarType::Float;
+  std::vector<std::size_t> params;    // indices into the registration-order parameter list
+  std::vector<std::int64_t> offsets;  // element offset of each parameter in the flat buffer
+  std::int64_t numel = 0;
+};
+
+std::vector<BucketSpec> plan_buckets(const std::vector<ParamInfo>& params, std::size_t bucket_bytes,
+                                     std::size_t first_bucket_bytes);
+
+}  // namespace cohort::ddp

@@ -1,0 +1,87 @@
+// DistributedDataParallel: data-parallel gradient synchronisation for a torch::nn::Module.
+//
+// Bucket protocol:
+//  1. Construction broadcasts parameters and buffers from rank 0, plans buckets (BucketPlan) and
+//     gives every bucket one flat, persistent buffer. Each trainable parameter's .grad() becomes a
+//     view into its bucket, so autograd accumulates straight into the buffer (no copy).
+//  2. begin_step(), before forward: re-broadcasts buffers when asked, re-points any gradient that
+//     was reset to undefined, and arms every bucket (pending = its parameter count).
+//  3. During backward, a post-hook on each parameter's gradient accumulator marks it ready. A
+//     bucket whose parameters are all ready is all-reduced asynchronously; buckets are launched
+//     strictly in bucket order, so every rank issues the same collectives in the same order, and
+//     the all-reduce of early buckets overlaps the rest of backward.
+//  4. finish_step(), after backward: launches what is left (only with find_unused_parameters;
+//     otherwise a parameter without a gradient is an error naming it), waits for every bucket and
+//     divides by the world size. With compression the wire buffer is bf16 or fp16, converted back
+//     to the fp32 bucket before dividing.
+// Inside a no_sync() scope the hooks do nothing and finish_step() returns at once: gradients
+// accumulate locally in the bucket views and the next synchronised step reduces their sum.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cohort/comm/communicator.hpp"
+#include "cohort/ddp/bucket_plan.hpp"
+
+namespace torch::nn {
+class Module;
+}
+
+namespace cohort::ddp {
+
+enum class Compression { kNone, kBf16, kFp16 };
+
+struct DdpOptions {
+  std::size_t bucket_bytes = 25u << 20;
+  std::size_t first_bucket_bytes = 1u << 20;
+  bool broadcast_buffers = true;  // at every begin_step (BatchNorm statistics, etc.)
+  bool find_unused_parameters = false;
+  Compression compression = Compression::kNone;
+};
+
+struct DdpStepStats {
+  int buckets_launched_in_backward = 0;  // overlapped with backward
+  double finish_wait_ms = 0;             // exposed communication: time blocked in finish_step
+  std::int64_t bytes_reduced = 0;
+};
+
+class DistributedDataParallel {
+ public:
+  DistributedDataParallel(torch::nn::Module& module, comm::Communicator& comm,
+                          DdpOptions options = {});
+  ~DistributedDataParallel();
+  DistributedDataParallel(const DistributedDataParallel&) = delete;
+  DistributedDataParallel& operator=(const DistributedDataParallel&) = delete;
+
+  void begin_step();
+  void finish_step();
+
+  // RAII scope for gradient accumulation without communication.
+  class NoSync {
+   public:
+    explicit NoSync(DistributedDataParallel& ddp);
+    ~NoSync();
+    NoSync(const NoSync&) = delete;
+    NoSync& operator=(const NoSync&) = delete;
+
+   private:
+    DistributedDataParallel& ddp_;
+    bool previous_;
+  };
+  NoSync no_sync() { return NoSync(*this); }
+
+  const std::vector<BucketSpec>& buckets() const;
+  const DdpStepStats& last_step() const;
+
+  struct State;  // shared with the autograd hooks
+
+ private:
+  std::shared_ptr<State> state_;
+};
+
+}  // namespace cohort::ddp
