@@ -9,6 +9,7 @@
 #include "cohort/comm/bench.hpp"
 #include "cohort/comm/factory.hpp"
 #include "cohort/error.hpp"
+#include "cohort/train/bench_ddp.hpp"
 #include "command.hpp"
 
 namespace po = boost::program_options;
@@ -66,13 +67,74 @@ int bench_allreduce(const std::vector<std::string>& args, int* argc, char*** arg
   return 0;
 }
 
+int bench_ddp(const std::vector<std::string>& args, int* argc, char*** argv) {
+  train::DdpBenchOptions options;
+  po::options_description desc("cohort bench ddp options");
+  desc.add_options()("help,h", "show this help")("json", "print JSON")(
+      "batch", po::value<std::int64_t>(&options.batch)->default_value(options.batch),
+      "per-rank batch")("steps", po::value<int>(&options.steps)->default_value(options.steps),
+                        "measured steps")(
+      "threads", po::value<int>(&options.threads)->default_value(options.threads),
+      "torch threads per rank")(
+      "bucket-bytes",
+      po::value<std::size_t>(&options.bucket_bytes)->default_value(options.bucket_bytes),
+      "DDP bucket size")("overlap",
+                         "report DDP with overlapped all-reduce (default: reduce in finish_step)");
+  po::variables_map vm;
+  po::store(po::command_line_parser(args).options(desc).run(), vm);
+  po::notify(vm);
+  if (vm.count("help")) {
+    std::cout << "usage: cohort launch -n N -- cohort bench ddp [options]\n" << desc;
+    return 0;
+  }
+  options.overlap = vm.count("overlap") != 0;
+  comm::MpiSession session(argc, argv);
+  const auto r = train::bench_ddp(session, options);
+  if (session.rank() != 0) return 0;
+  if (vm.count("json")) {
+    std::cout << json{{"ranks", r.ranks},
+                      {"parameters", r.parameters},
+                      {"gradient_bytes", r.gradient_bytes},
+                      {"buckets", r.buckets},
+                      {"compute_ms", r.compute_ms},
+                      {"ddp_ms", r.ddp_ms},
+                      {"overlap", options.overlap},
+                      {"ddp_other_overlap_ms", r.ddp_other_ms},
+                      {"raw_allreduce_ms", r.allreduce_ms},
+                      {"finish_wait_ms", r.finish_wait_ms},
+                      {"samples_per_s", r.samples_per_s},
+                      {"floor_ratio", r.floor_ratio},
+                      {"exposed_share", r.exposed_share},
+                      {"hidden_fraction", r.hidden_fraction}}
+                     .dump(2)
+              << "\n";
+    return 0;
+  }
+  std::printf(
+      "DDP, MLP %lld parameters (%.1f MiB of gradients, %d buckets), %d ranks, batch %lld/rank\n",
+      static_cast<long long>(r.parameters), r.gradient_bytes / 1048576.0, r.buckets, r.ranks,
+      static_cast<long long>(options.batch));
+  std::printf("  compute-only step   %9.3f ms\n", r.compute_ms);
+  std::printf("  DDP step            %9.3f ms   (%.0f samples/s, overlap %s)\n", r.ddp_ms,
+              r.samples_per_s, options.overlap ? "on" : "off");
+  std::printf("  DDP step, overlap %-3s %7.3f ms\n", options.overlap ? "off" : "on",
+              r.ddp_other_ms);
+  std::printf("  raw all-reduce      %9.3f ms   of all gradient bytes\n", r.allreduce_ms);
+  std::printf("  DDP / (compute + all-reduce) = %.3f   (floor: <= 1.05)\n", r.floor_ratio);
+  std::printf("  exposed communication: %.1f%% of the step (%.3f ms waited in finish_step)\n",
+              100 * r.exposed_share, r.finish_wait_ms);
+  std::printf("  all-reduce hidden behind backward: %.1f%%\n", 100 * r.hidden_fraction);
+  return 0;
+}
+
 }  // namespace
 
 int run_bench(const std::vector<std::string>& args, int* argc, char*** argv) {
   const std::string what = args.empty() ? "" : args.front();
   const std::vector<std::string> rest(args.begin() + (args.empty() ? 0 : 1), args.end());
   if (what == "allreduce") return bench_allreduce(rest, argc, argv);
-  COHORT_THROW(UsageError, "cohort bench: unknown benchmark '", what, "' (allreduce)");
+  if (what == "ddp") return bench_ddp(rest, argc, argv);
+  COHORT_THROW(UsageError, "cohort bench: unknown benchmark '", what, "' (allreduce, ddp)");
 }
 
 }  // namespace cohort::cli

@@ -35,6 +35,21 @@ int agree_iterations(MPI_Comm comm, double warm_ms, double seconds) {
 
 }  // namespace
 
+double raw_allreduce_ms(const MpiSession& session, std::int64_t numel, int iterations) {
+  MPI_Comm raw = session_impl(session).world;
+  at::Tensor buffer = at::ones({numel});
+  std::vector<double> times;
+  for (int i = 0; i < iterations + 2; ++i) {
+    COHORT_MPI_CHECK(MPI_Barrier(raw));
+    const double ms = time_ms([&] {
+      COHORT_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, buffer.data_ptr(), static_cast<int>(numel),
+                                     MPI_FLOAT, MPI_SUM, raw));
+    });
+    if (i >= 2) times.push_back(ms);  // two warm-up calls
+  }
+  return median(times);
+}
+
 std::vector<AllreduceBenchRow> bench_allreduce(Communicator& comm, const MpiSession& session,
                                                const AllreduceBenchOptions& options) {
   MPI_Comm raw = session_impl(session).world;

@@ -5,6 +5,7 @@
 #include <torch/csrc/autograd/variable.h>
 #include <torch/nn/module.h>
 
+#include <algorithm>
 #include <chrono>
 
 #include "cohort/error.hpp"
@@ -44,7 +45,8 @@ struct DistributedDataParallel::State {
     return slot;
   }
   void mark_ready(std::size_t p);
-  void launch_ready();
+  void launch_ready();      // from hooks: only when overlapping
+  void launch_all_ready();  // in bucket order, as far as buckets are complete
 };
 
 namespace {
@@ -70,11 +72,23 @@ void DistributedDataParallel::State::mark_ready(std::size_t p) {
 }
 
 void DistributedDataParallel::State::launch_ready() {
+  if (!options.overlap) return;
+  launch_all_ready();
+}
+
+void DistributedDataParallel::State::launch_all_ready() {
   while (next_launch < plan.size() && pending[next_launch] == 0) {
     at::Tensor& buffer =
         options.compression == Compression::kNone ? flat[next_launch] : wire[next_launch];
-    if (options.compression != Compression::kNone) buffer.copy_(flat[next_launch]);
-    works[next_launch] = comm->all_reduce_async(buffer);
+    // Uncompressed buckets are averaged by the communicator, on its own thread, so that the
+    // division overlaps backward too; compressed ones are summed and divided in fp32 later.
+    comm::CollectiveOptions reduce;
+    if (options.compression == Compression::kNone) {
+      reduce.op = comm::ReduceOp::kAvg;
+    } else {
+      buffer.copy_(flat[next_launch]);
+    }
+    works[next_launch] = comm->all_reduce_async(buffer, reduce);
     ++next_launch;
   }
 }
@@ -171,7 +185,7 @@ void DistributedDataParallel::finish_step() {
   if (!s.sync) return;
   s.stats = DdpStepStats{};
   s.stats.buckets_launched_in_backward = static_cast<int>(s.next_launch);
-  if (s.next_launch < s.plan.size()) {
+  if (std::any_of(s.pending.begin(), s.pending.end(), [](int n) { return n > 0; })) {
     std::vector<std::string> missing;
     for (std::size_t p = 0; p < s.params.size(); ++p) {
       if (s.bucket_of[p] >= 0 && !s.ready[p]) missing.push_back(s.names[p]);
@@ -191,16 +205,18 @@ void DistributedDataParallel::finish_step() {
         --s.pending[static_cast<std::size_t>(s.bucket_of[p])];
       }
     }
-    s.launch_ready();
   }
+  s.launch_all_ready();
   const auto start = std::chrono::steady_clock::now();
   for (std::size_t b = 0; b < s.plan.size(); ++b) {
     s.works[b]->wait();
     s.works[b].reset();
     const at::Tensor& sent = s.options.compression == Compression::kNone ? s.flat[b] : s.wire[b];
     s.stats.bytes_reduced += sent.numel() * static_cast<std::int64_t>(sent.element_size());
-    if (s.options.compression != Compression::kNone) s.flat[b].copy_(s.wire[b]);
-    s.flat[b].div_(s.comm->size());
+    if (s.options.compression != Compression::kNone) {
+      s.flat[b].copy_(s.wire[b]);
+      s.flat[b].div_(s.comm->size());
+    }
   }
   s.stats.finish_wait_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <vector>
 
 #include "cohort/comm/communicator.hpp"
@@ -26,6 +27,9 @@ struct AllreduceBenchOptions {
   std::size_t max_bytes = 256 << 20;
   double seconds_per_size = 1.0;  // time budget per size, both variants together
 };
+
+// Median time of a raw MPI_Allreduce (float32 sum) of `numel` elements on the session's world.
+double raw_allreduce_ms(const MpiSession& session, std::int64_t numel, int iterations);
 
 // Collective over the communicator (MPI backend, float32 sums).
 std::vector<AllreduceBenchRow> bench_allreduce(Communicator& comm, const MpiSession& session,

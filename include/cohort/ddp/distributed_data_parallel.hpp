@@ -10,6 +10,7 @@
 //     bucket whose parameters are all ready is all-reduced asynchronously; buckets are launched
 //     strictly in bucket order, so every rank issues the same collectives in the same order, and
 //     the all-reduce of early buckets overlaps the rest of backward.
+//     (With overlap off, hooks only mark readiness and finish_step reduces every bucket.)
 //  4. finish_step(), after backward: launches what is left (only with find_unused_parameters;
 //     otherwise a parameter without a gradient is an error naming it), waits for every bucket and
 //     divides by the world size. With compression the wire buffer is bf16 or fp16, converted back
@@ -42,6 +43,12 @@ struct DdpOptions {
   bool broadcast_buffers = true;  // at every begin_step (BatchNorm statistics, etc.)
   bool find_unused_parameters = false;
   Compression compression = Compression::kNone;
+  // Start each bucket's all-reduce from the backward hooks (on the communicator's thread) so that
+  // it overlaps the rest of backward. Off: reduce every bucket in finish_step on the calling
+  // thread. Overlap pays where communication has hardware of its own (GPUs and NICs, spare
+  // cores); where a rank owns one core and shared memory does the copying, the communication
+  // thread competes with backward for that core and off is faster (docs/ddp.md has figures).
+  bool overlap = true;
 };
 
 struct DdpStepStats {

@@ -108,7 +108,7 @@ void MpiCommunicator::execute(const Call& call) {
       COHORT_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, t.data_ptr(), count_of(t, "all_reduce"),
                                      mpi::datatype(t.scalar_type()),
                                      mpi::reduce_op(call.op, t.scalar_type()), comm_));
-      if (call.op == ReduceOp::kAvg) t.div_(size());
+      if (call.op == ReduceOp::kAvg && size() > 1) t.div_(size());
       break;
     }
     case OpKind::kBroadcast: {
@@ -129,7 +129,7 @@ void MpiCommunicator::execute(const Call& call) {
       COHORT_MPI_CHECK(MPI_Reduce_scatter_block(
           call.in.data_ptr(), out.data_ptr(), count_of(out, "reduce_scatter"),
           mpi::datatype(out.scalar_type()), mpi::reduce_op(call.op, out.scalar_type()), comm_));
-      if (call.op == ReduceOp::kAvg) out.div_(size());
+      if (call.op == ReduceOp::kAvg && size() > 1) out.div_(size());
       break;
     }
     case OpKind::kBarrier:

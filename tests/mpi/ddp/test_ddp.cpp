@@ -123,6 +123,11 @@ BOOST_AUTO_TEST_CASE(mlp_one_bucket) {
 BOOST_AUTO_TEST_CASE(mlp_accumulation_through_no_sync) {
   BOOST_TEST(max_difference<Mlp>(with_buckets(256), 3) < 1e-5);
 }
+BOOST_AUTO_TEST_CASE(mlp_without_overlap) {
+  DdpOptions o = with_buckets(256);
+  o.overlap = false;
+  BOOST_TEST(max_difference<Mlp>(o, 2) < 1e-5);
+}
 BOOST_AUTO_TEST_CASE(cnn_tiny_buckets) { BOOST_TEST(max_difference<Cnn>(with_buckets(64)) < 1e-5); }
 BOOST_AUTO_TEST_CASE(cnn_one_bucket) {
   BOOST_TEST(max_difference<Cnn>(with_buckets(1u << 30)) < 1e-5);
