@@ -33,7 +33,10 @@ endfunction()
 
 # cohort_mpi_test(NAME name RANKS n COMMAND cmd...): runs cmd under mpirun with n ranks.
 function(cohort_mpi_test)
-  cmake_parse_arguments(T "" "NAME;RANKS" "COMMAND" ${ARGN})
-  cohort_test(NAME ${T_NAME} LABELS mpi
+  cmake_parse_arguments(T "" "NAME;RANKS;TIMEOUT" "COMMAND" ${ARGN})
+  if(NOT T_TIMEOUT)
+    set(T_TIMEOUT ${COHORT_TEST_TIMEOUT})
+  endif()
+  cohort_test(NAME ${T_NAME} LABELS mpi TIMEOUT ${T_TIMEOUT}
               COMMAND ${MPIEXEC_EXECUTABLE} ${COHORT_MPIEXEC_FLAGS} -np ${T_RANKS} ${T_COMMAND})
 endfunction()
