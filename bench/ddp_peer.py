@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """The peer of `cohort bench ddp`: the same MLP, batch and thread count under Debian's Python
-PyTorch DDP (gloo backend). Run with
-    /usr/bin/python3 -m torch.distributed.run --nproc_per_node N bench/ddp_peer.py [--batch 32]
+PyTorch DDP (gloo backend). Started per rank with RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT
+set (bench/compare_ddp_peer.sh does it; Debian's torch.distributed.run fails before starting).
 Prints one JSON line from rank 0: samples/s of the DDP step (median step time).
 """
 import argparse
