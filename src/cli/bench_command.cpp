@@ -100,6 +100,7 @@ int bench_ddp(const std::vector<std::string>& args, int* argc, char*** argv) {
                       {"ddp_ms", r.ddp_ms},
                       {"overlap", options.overlap},
                       {"ddp_other_overlap_ms", r.ddp_other_ms},
+                      {"other_overlap_floor_ratio", r.other_floor_ratio},
                       {"raw_allreduce_ms", r.allreduce_ms},
                       {"finish_wait_ms", r.finish_wait_ms},
                       {"samples_per_s", r.samples_per_s},

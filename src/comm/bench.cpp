@@ -35,19 +35,18 @@ int agree_iterations(MPI_Comm comm, double warm_ms, double seconds) {
 
 }  // namespace
 
-double raw_allreduce_ms(const MpiSession& session, std::int64_t numel, int iterations) {
-  MPI_Comm raw = session_impl(session).world;
-  at::Tensor buffer = at::ones({numel});
-  std::vector<double> times;
-  for (int i = 0; i < iterations + 2; ++i) {
-    COHORT_MPI_CHECK(MPI_Barrier(raw));
-    const double ms = time_ms([&] {
-      COHORT_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, buffer.data_ptr(), static_cast<int>(numel),
-                                     MPI_FLOAT, MPI_SUM, raw));
-    });
-    if (i >= 2) times.push_back(ms);  // two warm-up calls
-  }
-  return median(times);
+RawAllreduce::RawAllreduce(const MpiSession& session, std::int64_t numel)
+    : session_(session), buffer_(at::ones({numel})) {}
+
+double RawAllreduce::run_ms() {
+  MPI_Comm raw = session_impl(session_).world;
+  COHORT_MPI_CHECK(MPI_Barrier(raw));
+  const double ms = time_ms([&] {
+    COHORT_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, buffer_.data_ptr(),
+                                   static_cast<int>(buffer_.numel()), MPI_FLOAT, MPI_SUM, raw));
+  });
+  buffer_.fill_(1.0f);
+  return ms;
 }
 
 std::vector<AllreduceBenchRow> bench_allreduce(Communicator& comm, const MpiSession& session,

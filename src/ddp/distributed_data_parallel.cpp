@@ -1,5 +1,7 @@
 #include "cohort/ddp/distributed_data_parallel.hpp"
 
+#include <ATen/ops/mul.h>
+#include <ATen/ops/scalar_tensor.h>
 #include <torch/csrc/autograd/function.h>
 #include <torch/csrc/autograd/utils/lambda_post_hook.h>
 #include <torch/csrc/autograd/variable.h>
@@ -33,10 +35,14 @@ struct DistributedDataParallel::State {
   // Keeps gradient accumulators alive (a variable holds them weakly) and the hooks removable.
   std::vector<std::pair<std::shared_ptr<torch::autograd::Node>, std::uintptr_t>> hooks;
 
+  std::vector<at::Tensor> slots;  // per parameter: its gradient's place in the bucket
+  at::Tensor scale;               // 1 / world size, as a 0-dim tensor
+  bool slots_consumed = false;    // a finish_step happened since the last backward
+
   // The gradient slot of parameter p: a tensor over the bucket's storage. Not an autograd view
   // (which narrow().view() would be), because LibTorch's Optimizer::zero_grad() calls detach_()
   // on gradients, and that refuses views; zero_() then clears the bucket in place.
-  at::Tensor view_of(std::size_t p) const {
+  at::Tensor make_slot(std::size_t p) const {
     const at::Tensor& param = params[p];
     const at::Tensor& bucket = flat[static_cast<std::size_t>(bucket_of[p])];
     at::Tensor slot = at::empty({0}, bucket.options());
@@ -44,6 +50,7 @@ struct DistributedDataParallel::State {
               c10::contiguous_strides(param.sizes()));
     return slot;
   }
+  void absorb(std::size_t p);
   void mark_ready(std::size_t p);
   void launch_ready();      // from hooks: only when overlapping
   void launch_all_ready();  // in bucket order, as far as buckets are complete
@@ -57,15 +64,28 @@ at::ScalarType wire_type(Compression c) {
 
 }  // namespace
 
+// Moves parameter p's gradient into its slot, pre-divided by the world size, so that the bucket
+// is summed rather than averaged. A gradient that autograd stole into a fresh tensor (grads are
+// released at begin_step) is written once, scaled on the way (no extra pass over the bucket); one
+// accumulated in place in the slot is scaled in place; none at all (unused) is zero.
+void DistributedDataParallel::State::absorb(std::size_t p) {
+  const at::Tensor grad = params[p].grad();
+  const at::Tensor& slot = slots[p];
+  if (grad.defined() && grad.data_ptr() == slot.data_ptr()) {
+    slot.mul_(scale);
+    return;
+  }
+  if (grad.defined()) {
+    at::mul_out(const_cast<at::Tensor&>(slot), grad, scale);
+  } else {
+    slot.zero_();
+  }
+  params[p].mutable_grad() = slot;
+}
+
 void DistributedDataParallel::State::mark_ready(std::size_t p) {
   if (!active || !sync || bucket_of[p] < 0 || ready[p]) return;
-  // Autograd normally accumulates in place into our view; if it replaced the tensor, copy back.
-  at::Tensor grad = params[p].grad();
-  const at::Tensor view = view_of(p);
-  if (!grad.defined() || grad.data_ptr() != view.data_ptr()) {
-    if (grad.defined()) view.copy_(grad);
-    params[p].mutable_grad() = view;
-  }
+  absorb(p);
   ready[p] = true;
   --pending[static_cast<std::size_t>(bucket_of[p])];
   launch_ready();
@@ -80,15 +100,9 @@ void DistributedDataParallel::State::launch_all_ready() {
   while (next_launch < plan.size() && pending[next_launch] == 0) {
     at::Tensor& buffer =
         options.compression == Compression::kNone ? flat[next_launch] : wire[next_launch];
-    // Uncompressed buckets are averaged by the communicator, on its own thread, so that the
-    // division overlaps backward too; compressed ones are summed and divided in fp32 later.
-    comm::CollectiveOptions reduce;
-    if (options.compression == Compression::kNone) {
-      reduce.op = comm::ReduceOp::kAvg;
-    } else {
-      buffer.copy_(flat[next_launch]);
-    }
-    works[next_launch] = comm->all_reduce_async(buffer, reduce);
+    // Gradients were pre-divided by absorb(): the buckets are summed.
+    if (options.compression != Compression::kNone) buffer.copy_(flat[next_launch]);
+    works[next_launch] = comm->all_reduce_async(buffer);
     ++next_launch;
   }
 }
@@ -131,12 +145,17 @@ DistributedDataParallel::DistributedDataParallel(torch::nn::Module& module,
       s.offset_of[spec.params[i]] = spec.offsets[i];
     }
   }
+  s.scale = at::scalar_tensor(1.0 / comm.size(), at::TensorOptions().dtype(at::kDouble));
+  s.slots.resize(s.params.size());
+  for (std::size_t p = 0; p < s.params.size(); ++p) {
+    if (s.bucket_of[p] >= 0) s.slots[p] = s.make_slot(p);
+  }
   s.works.resize(s.plan.size());
   s.pending.assign(s.plan.size(), 0);
   s.ready.assign(s.params.size(), false);
   for (std::size_t p = 0; p < s.params.size(); ++p) {
     if (s.bucket_of[p] < 0) continue;
-    s.params[p].mutable_grad() = s.view_of(p);
+    s.params[p].mutable_grad() = s.slots[p];
     auto accumulator = torch::autograd::impl::grad_accumulator(s.params[p]);
     std::weak_ptr<State> weak = state_;
     const auto key =
@@ -165,13 +184,17 @@ void DistributedDataParallel::begin_step() {
     at::NoGradGuard no_grad;
     for (auto& b : s.buffers) s.comm->broadcast(b, 0);
   }
-  for (std::size_t p = 0; p < s.params.size(); ++p) {
-    if (s.bucket_of[p] < 0) continue;
-    if (!s.params[p].grad().defined()) {  // reset to none by the caller: a zeroed view again
-      at::Tensor view = s.view_of(p);
-      view.zero_();
-      s.params[p].mutable_grad() = view;
+  // After a finished step, release the gradients: autograd then hands each new gradient over
+  // without accumulating it into a zeroed slot, and absorb() writes it into the slot once. Between
+  // no_sync micro-steps gradients are kept, so that they accumulate.
+  if (s.slots_consumed) {
+    for (std::size_t p = 0; p < s.params.size(); ++p) {
+      if (s.bucket_of[p] >= 0 && s.params[p].grad().defined() &&
+          s.params[p].grad().data_ptr() == s.slots[p].data_ptr()) {
+        s.params[p].mutable_grad() = at::Tensor();
+      }
     }
+    s.slots_consumed = false;
   }
   if (!s.sync) return;  // accumulating: the readiness of the synced step is armed later
   for (std::size_t b = 0; b < s.plan.size(); ++b)
@@ -201,7 +224,8 @@ void DistributedDataParallel::finish_step() {
     }
     for (std::size_t p = 0; p < s.params.size(); ++p) {
       if (s.bucket_of[p] >= 0 && !s.ready[p]) {
-        s.ready[p] = true;  // its slot holds zeros (or what earlier no_sync steps accumulated)
+        s.absorb(p);  // zeros, or what earlier no_sync steps accumulated
+        s.ready[p] = true;
         --s.pending[static_cast<std::size_t>(s.bucket_of[p])];
       }
     }
@@ -213,10 +237,7 @@ void DistributedDataParallel::finish_step() {
     s.works[b].reset();
     const at::Tensor& sent = s.options.compression == Compression::kNone ? s.flat[b] : s.wire[b];
     s.stats.bytes_reduced += sent.numel() * static_cast<std::int64_t>(sent.element_size());
-    if (s.options.compression != Compression::kNone) {
-      s.flat[b].copy_(s.wire[b]);
-      s.flat[b].div_(s.comm->size());
-    }
+    if (s.options.compression != Compression::kNone) s.flat[b].copy_(s.wire[b]);
   }
   s.stats.finish_wait_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
@@ -225,6 +246,7 @@ void DistributedDataParallel::finish_step() {
     s.pending[b] = static_cast<int>(s.plan[b].params.size());
   std::fill(s.ready.begin(), s.ready.end(), false);
   s.next_launch = 0;
+  s.slots_consumed = true;
 }
 
 DistributedDataParallel::NoSync::NoSync(DistributedDataParallel& ddp)

@@ -32,29 +32,72 @@ torch::nn::Sequential make_mlp(const std::vector<std::int64_t>& widths) {
   return net;
 }
 
-// Median step time of `steps` steps (after 3 warm-up steps); `ddp` may be null.
-double time_steps(torch::nn::Sequential& net, ddp::DistributedDataParallel* ddp,
-                  comm::Communicator& comm, const DdpBenchOptions& o, double* wait_ms) {
-  torch::optim::SGD sgd(net->parameters(), torch::optim::SGDOptions(0.01));
+// One way of training the same MLP: its own model copy (same seed), optimizer and maybe DDP.
+struct Variant {
+  torch::nn::Sequential net;
+  std::unique_ptr<torch::optim::SGD> sgd;
+  std::unique_ptr<ddp::DistributedDataParallel> ddp;
+  std::vector<double> times, waits;
+};
+
+Variant make_variant(const DdpBenchOptions& o, comm::Communicator* comm, bool overlap) {
+  torch::manual_seed(0);
+  Variant v{make_mlp(o.layers)};
+  v.sgd = std::make_unique<torch::optim::SGD>(v.net->parameters(), torch::optim::SGDOptions(0.01));
+  if (comm) {
+    ddp::DdpOptions options;
+    options.bucket_bytes = o.bucket_bytes;
+    options.overlap = overlap;
+    v.ddp = std::make_unique<ddp::DistributedDataParallel>(*v.net, *comm, options);
+  }
+  return v;
+}
+
+void step(Variant& v, comm::Communicator& comm, const torch::Tensor& x, const torch::Tensor& y,
+          bool record) {
+  comm.barrier();
+  const auto start = Clock::now();
+  if (v.ddp) v.ddp->begin_step();
+  v.sgd->zero_grad();
+  torch::nn::functional::cross_entropy(v.net->forward(x), y).backward();
+  if (v.ddp) v.ddp->finish_step();
+  v.sgd->step();
+  if (!record) return;
+  v.times.push_back(std::chrono::duration<double, std::milli>(Clock::now() - start).count());
+  if (v.ddp) v.waits.push_back(v.ddp->last_step().finish_wait_ms);
+}
+
+struct Pass {
+  double compute_ms, ddp_ms, allreduce_ms, wait_ms;
+  int buckets;
+};
+
+// One measurement pass: a compute-only copy of the model, a DDP copy, and the raw all-reduce of
+// the same gradient bytes, stepped in turn (rotating which goes first) so that all three see the
+// same machine state.
+Pass measure(const comm::MpiSession& session, comm::Communicator& comm, const DdpBenchOptions& o,
+             bool overlap, std::int64_t parameters) {
+  std::vector<Variant> variants;
+  variants.push_back(make_variant(o, nullptr, false));
+  variants.push_back(make_variant(o, &comm, overlap));
+  comm::RawAllreduce raw(session, parameters);
+  std::vector<double> raw_times;
   const auto x = torch::randn({o.batch, o.layers.front()});
   const auto y = torch::randint(0, o.layers.back(), {o.batch}, torch::kLong);
-  std::vector<double> times, waits;
-  for (int step = 0; step < o.steps + 3; ++step) {
-    comm.barrier();
-    const auto start = Clock::now();
-    if (ddp) ddp->begin_step();
-    sgd.zero_grad();
-    torch::nn::functional::cross_entropy(net->forward(x), y).backward();
-    if (ddp) ddp->finish_step();
-    sgd.step();
-    const double ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
-    if (step >= 3) {
-      times.push_back(ms);
-      if (ddp) waits.push_back(ddp->last_step().finish_wait_ms);
+  for (int i = 0; i < o.steps + 3; ++i) {
+    const bool record = i >= 3;  // three warm-up rounds
+    for (int k = 0; k < 3; ++k) {
+      const int which = (i + k) % 3;
+      if (which == 2) {
+        const double ms = raw.run_ms();
+        if (record) raw_times.push_back(ms);
+      } else {
+        step(variants[static_cast<size_t>(which)], comm, x, y, record);
+      }
     }
   }
-  if (wait_ms) *wait_ms = median(waits);
-  return median(times);
+  return {median(variants[0].times), median(variants[1].times), median(raw_times),
+          median(variants[1].waits), static_cast<int>(variants[1].ddp->buckets().size())};
 }
 
 }  // namespace
@@ -62,23 +105,19 @@ double time_steps(torch::nn::Sequential& net, ddp::DistributedDataParallel* ddp,
 DdpBenchResult bench_ddp(const comm::MpiSession& session, const DdpBenchOptions& o) {
   at::set_num_threads(o.threads);
   auto comm = comm::make_communicator(session, comm::Backend::kMpi);
-  torch::manual_seed(0);
-  auto net = make_mlp(o.layers);
   DdpBenchResult r;
   r.ranks = comm->size();
-  for (const auto& p : net->parameters()) r.parameters += p.numel();
+  for (const auto& p : make_mlp(o.layers)->parameters()) r.parameters += p.numel();
   r.gradient_bytes = r.parameters * static_cast<std::int64_t>(sizeof(float));
-  r.compute_ms = time_steps(net, nullptr, *comm, o, nullptr);
-  for (const bool overlap : {!o.overlap, o.overlap}) {  // the reported setting last
-    ddp::DdpOptions options;
-    options.bucket_bytes = o.bucket_bytes;
-    options.overlap = overlap;
-    ddp::DistributedDataParallel ddp(*net, *comm, options);
-    r.buckets = static_cast<int>(ddp.buckets().size());
-    r.ddp_other_ms = r.ddp_ms;
-    r.ddp_ms = time_steps(net, &ddp, *comm, o, &r.finish_wait_ms);
-  }
-  r.allreduce_ms = comm::raw_allreduce_ms(session, r.parameters, o.steps);
+  const Pass other = measure(session, *comm, o, !o.overlap, r.parameters);
+  const Pass main = measure(session, *comm, o, o.overlap, r.parameters);
+  r.buckets = main.buckets;
+  r.compute_ms = main.compute_ms;
+  r.ddp_ms = main.ddp_ms;
+  r.finish_wait_ms = main.wait_ms;
+  r.allreduce_ms = main.allreduce_ms;
+  r.ddp_other_ms = other.ddp_ms;
+  r.other_floor_ratio = other.ddp_ms / (other.compute_ms + other.allreduce_ms);
   r.samples_per_s = o.batch * r.ranks / (r.ddp_ms * 1e-3);
   r.floor_ratio = r.ddp_ms / (r.compute_ms + r.allreduce_ms);
   r.exposed_share = std::max(0.0, r.ddp_ms - r.compute_ms) / r.ddp_ms;

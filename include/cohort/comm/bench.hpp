@@ -28,8 +28,17 @@ struct AllreduceBenchOptions {
   double seconds_per_size = 1.0;  // time budget per size, both variants together
 };
 
-// Median time of a raw MPI_Allreduce (float32 sum) of `numel` elements on the session's world.
-double raw_allreduce_ms(const MpiSession& session, std::int64_t numel, int iterations);
+// One raw MPI_Allreduce (float32 sum, in place) of a persistent buffer on the session's world,
+// timed: the baseline other benchmarks interleave with their own steps. Collective.
+class RawAllreduce {
+ public:
+  RawAllreduce(const MpiSession& session, std::int64_t numel);
+  double run_ms();
+
+ private:
+  const MpiSession& session_;
+  at::Tensor buffer_;
+};
 
 // Collective over the communicator (MPI backend, float32 sums).
 std::vector<AllreduceBenchRow> bench_allreduce(Communicator& comm, const MpiSession& session,

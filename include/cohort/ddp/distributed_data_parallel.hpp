@@ -2,21 +2,22 @@
 //
 // Bucket protocol:
 //  1. Construction broadcasts parameters and buffers from rank 0, plans buckets (BucketPlan) and
-//     gives every bucket one flat, persistent buffer. Each trainable parameter's .grad() becomes a
-//     view into its bucket, so autograd accumulates straight into the buffer (no copy).
-//  2. begin_step(), before forward: re-broadcasts buffers when asked, re-points any gradient that
-//     was reset to undefined, and arms every bucket (pending = its parameter count).
-//  3. During backward, a post-hook on each parameter's gradient accumulator marks it ready. A
-//     bucket whose parameters are all ready is all-reduced asynchronously; buckets are launched
-//     strictly in bucket order, so every rank issues the same collectives in the same order, and
-//     the all-reduce of early buckets overlaps the rest of backward.
-//     (With overlap off, hooks only mark readiness and finish_step reduces every bucket.)
+//     gives every bucket one flat, persistent buffer with a slot per trainable parameter; after a
+//     step each parameter's .grad() is its slot.
+//  2. begin_step(), before forward: re-broadcasts buffers when asked, and after a finished step
+//     releases the gradients, so that autograd hands each new gradient over instead of adding it
+//     to a zeroed slot. (Between no_sync micro-steps gradients are kept and accumulate.)
+//  3. During backward, a post-hook on each parameter's gradient accumulator moves the gradient
+//     into its slot, divided by the world size on the way (one pass, no separate division of the
+//     bucket), and marks it ready. A bucket whose parameters are all ready is summed by an
+//     asynchronous all-reduce; buckets are launched strictly in bucket order, so every rank issues
+//     the same collectives in the same order, and early buckets overlap the rest of backward.
+//     (With overlap off, hooks only fill slots and finish_step reduces every bucket.)
 //  4. finish_step(), after backward: launches what is left (only with find_unused_parameters;
-//     otherwise a parameter without a gradient is an error naming it), waits for every bucket and
-//     divides by the world size. With compression the wire buffer is bf16 or fp16, converted back
-//     to the fp32 bucket before dividing.
+//     otherwise a parameter without a gradient is an error naming it) and waits for every bucket.
+//     With compression the wire buffer is bf16 or fp16, converted back to the fp32 bucket.
 // Inside a no_sync() scope the hooks do nothing and finish_step() returns at once: gradients
-// accumulate locally in the bucket views and the next synchronised step reduces their sum.
+// accumulate locally and the next synchronised step reduces their sum.
 #pragma once
 
 #include <ATen/core/Tensor.h>

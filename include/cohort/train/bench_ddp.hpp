@@ -31,7 +31,8 @@ struct DdpBenchResult {
   int buckets = 0;
   double compute_ms = 0;
   double ddp_ms = 0;        // with DdpBenchOptions::overlap
-  double ddp_other_ms = 0;  // with the opposite setting, for comparison
+  double ddp_other_ms = 0;  // with the opposite setting, for comparison (its own pass)
+  double other_floor_ratio = 0;
   double allreduce_ms = 0;
   double finish_wait_ms = 0;   // exposed communication measured inside DDP
   double samples_per_s = 0;    // global samples/s of the DDP step

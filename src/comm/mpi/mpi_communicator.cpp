@@ -35,8 +35,12 @@ class RequestWork final : public Work {
   RequestWork(MPI_Request request, std::function<void()> on_done)
       : request_(request), on_done_(std::move(on_done)) {}
   ~RequestWork() override {
-    // A request dropped unfinished must not be left dangling in MPI.
-    if (!done_) MPI_Request_free(&request_);
+    // A request dropped unfinished must not be left dangling in MPI; MPI completes it on its own,
+    // and the flight recorder stops counting it (the watchdog only watches what is waited for).
+    if (!done_) {
+      MPI_Request_free(&request_);
+      if (on_done_) on_done_();
+    }
   }
   bool test() override {
     if (done_) return true;

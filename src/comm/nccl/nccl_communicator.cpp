@@ -61,7 +61,10 @@ class EventWork final : public Work {
  public:
   EventWork(cudaEvent_t event, std::function<void()> on_done)
       : event_(event), on_done_(std::move(on_done)) {}
-  ~EventWork() override { cudaEventDestroy(event_); }
+  ~EventWork() override {
+    if (!done_ && on_done_) on_done_();  // dropped unwaited: the recorder stops counting it
+    cudaEventDestroy(event_);
+  }
   bool test() override {
     if (!done_ && cudaEventQuery(event_) == cudaSuccess) finish();
     return done_;
