@@ -35,7 +35,7 @@ struct DdpBenchResult {
   double other_floor_ratio = 0;
   double allreduce_ms = 0;
   double finish_wait_ms = 0;   // exposed communication measured inside DDP
-  double samples_per_s = 0;    // global samples/s of the DDP step
+  double samples_per_s = 0;    // global samples/s of the DDP model stepping alone
   double floor_ratio = 0;      // ddp / (compute + allreduce), must be <= 1.05
   double exposed_share = 0;    // (ddp - compute) / ddp
   double hidden_fraction = 0;  // 1 - (ddp - compute) / allreduce, clamped to [0, 1]
