@@ -126,7 +126,10 @@ int bench_ddp(const std::vector<std::string>& args, int* argc, char*** argv) {
   std::printf("  DDP / (compute + all-reduce) = %.3f   (floor: <= 1.05)\n", r.floor_ratio);
   std::printf("  exposed communication: %.1f%% of the step (%.3f ms waited in finish_step)\n",
               100 * r.exposed_share, r.finish_wait_ms);
-  std::printf("  all-reduce hidden behind backward: %.1f%%\n", 100 * r.hidden_fraction);
+  std::printf(
+      "  all-reduce cost not visible in the step: %.1f%% (overlap, or the gradient hand-over: "
+      "docs/ddp.md)\n",
+      100 * r.hidden_fraction);
   return 0;
 }
 
