@@ -125,7 +125,28 @@ void Communicator::check_fingerprints(const std::array<std::int64_t, 4>& mine) {
   }
 }
 
-WorkPtr Communicator::issue(Call call, const CollectiveOptions& options) {
+namespace {
+
+using Call = Communicator::Call;
+
+Call make_call(Communicator::OpKind kind, const at::Tensor* out, const at::Tensor* in, int peer,
+               int tag, bool blocking) {
+  Call call{kind};
+  if (out) call.out = *out;
+  call.has_out = out != nullptr;
+  if (in) call.in = *in;
+  call.has_in = in != nullptr;
+  call.peer = peer;
+  call.tag = tag;
+  call.blocking = blocking;
+  return call;
+}
+
+}  // namespace
+
+WorkPtr Communicator::issue(OpKind kind, const at::Tensor* out, const at::Tensor* in, int peer,
+                            int tag, bool blocking, const CollectiveOptions& options) {
+  Call call = make_call(kind, out, in, peer, tag, blocking);
   call.op = options.op;
   validate(call);
   const at::Tensor* t = call.has_in ? &call.in : (call.has_out ? &call.out : nullptr);
@@ -146,69 +167,47 @@ WorkPtr Communicator::issue(Call call, const CollectiveOptions& options) {
   });
 }
 
-namespace {
-
-using Call = Communicator::Call;
-
-Call make_call(Communicator::OpKind kind, const at::Tensor* out, const at::Tensor* in, int peer,
-               int tag, bool blocking) {
-  Call call{kind};
-  if (out) call.out = *out;
-  call.has_out = out != nullptr;
-  if (in) call.in = *in;
-  call.has_in = in != nullptr;
-  call.peer = peer;
-  call.tag = tag;
-  call.blocking = blocking;
-  return call;
-}
-
-}  // namespace
-
-#define COHORT_COMM_CALL(KIND, OUT, IN, PEER, TAG, BLOCKING, OPTIONS) \
-  issue(make_call(OpKind::KIND, OUT, IN, PEER, TAG, BLOCKING), OPTIONS)
-
 WorkPtr Communicator::all_reduce_async(at::Tensor& t, const CollectiveOptions& o) {
-  return COHORT_COMM_CALL(kAllReduce, &t, nullptr, -1, 0, false, o);
+  return issue(OpKind::kAllReduce, &t, nullptr, -1, 0, false, o);
 }
 WorkPtr Communicator::broadcast_async(at::Tensor& t, int root, const CollectiveOptions& o) {
-  return COHORT_COMM_CALL(kBroadcast, &t, nullptr, root, 0, false, o);
+  return issue(OpKind::kBroadcast, &t, nullptr, root, 0, false, o);
 }
 WorkPtr Communicator::all_gather_async(at::Tensor& out, const at::Tensor& in,
                                        const CollectiveOptions& o) {
-  return COHORT_COMM_CALL(kAllGather, &out, &in, -1, 0, false, o);
+  return issue(OpKind::kAllGather, &out, &in, -1, 0, false, o);
 }
 WorkPtr Communicator::reduce_scatter_async(at::Tensor& out, const at::Tensor& in,
                                            const CollectiveOptions& o) {
-  return COHORT_COMM_CALL(kReduceScatter, &out, &in, -1, 0, false, o);
+  return issue(OpKind::kReduceScatter, &out, &in, -1, 0, false, o);
 }
 WorkPtr Communicator::send_async(const at::Tensor& t, int dst, int tag,
                                  const CollectiveOptions& o) {
-  return COHORT_COMM_CALL(kSend, nullptr, &t, dst, tag, false, o);
+  return issue(OpKind::kSend, nullptr, &t, dst, tag, false, o);
 }
 WorkPtr Communicator::recv_async(at::Tensor& t, int src, int tag, const CollectiveOptions& o) {
-  return COHORT_COMM_CALL(kRecv, &t, nullptr, src, tag, false, o);
+  return issue(OpKind::kRecv, &t, nullptr, src, tag, false, o);
 }
 WorkPtr Communicator::barrier_async(const CollectiveOptions& o) {
-  return COHORT_COMM_CALL(kBarrier, nullptr, nullptr, -1, 0, false, o);
+  return issue(OpKind::kBarrier, nullptr, nullptr, -1, 0, false, o);
 }
 
 void Communicator::all_reduce(at::Tensor& t, const CollectiveOptions& o) {
   drain();
-  COHORT_COMM_CALL(kAllReduce, &t, nullptr, -1, 0, true, o)->wait();
+  issue(OpKind::kAllReduce, &t, nullptr, -1, 0, true, o)->wait();
 }
 void Communicator::broadcast(at::Tensor& t, int root, const CollectiveOptions& o) {
   drain();
-  COHORT_COMM_CALL(kBroadcast, &t, nullptr, root, 0, true, o)->wait();
+  issue(OpKind::kBroadcast, &t, nullptr, root, 0, true, o)->wait();
 }
 void Communicator::all_gather(at::Tensor& out, const at::Tensor& in, const CollectiveOptions& o) {
   drain();
-  COHORT_COMM_CALL(kAllGather, &out, &in, -1, 0, true, o)->wait();
+  issue(OpKind::kAllGather, &out, &in, -1, 0, true, o)->wait();
 }
 void Communicator::reduce_scatter(at::Tensor& out, const at::Tensor& in,
                                   const CollectiveOptions& o) {
   drain();
-  COHORT_COMM_CALL(kReduceScatter, &out, &in, -1, 0, true, o)->wait();
+  issue(OpKind::kReduceScatter, &out, &in, -1, 0, true, o)->wait();
 }
 void Communicator::send(const at::Tensor& t, int dst, int tag, const CollectiveOptions& o) {
   send_async(t, dst, tag, o)->wait();
@@ -218,10 +217,8 @@ void Communicator::recv(at::Tensor& t, int src, int tag, const CollectiveOptions
 }
 void Communicator::barrier(const CollectiveOptions& o) {
   drain();
-  COHORT_COMM_CALL(kBarrier, nullptr, nullptr, -1, 0, true, o)->wait();
+  issue(OpKind::kBarrier, nullptr, nullptr, -1, 0, true, o)->wait();
 }
-
-#undef COHORT_COMM_CALL
 
 std::unique_ptr<Communicator> Communicator::split(int color, int key) {
   drain();

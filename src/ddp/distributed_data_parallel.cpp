@@ -51,6 +51,13 @@ struct DistributedDataParallel::State {
     return slot;
   }
   void absorb(std::size_t p);
+  // Every bucket waits for all of its parameters again; nothing launched yet.
+  void arm() {
+    for (std::size_t b = 0; b < plan.size(); ++b)
+      pending[b] = static_cast<int>(plan[b].params.size());
+    std::fill(ready.begin(), ready.end(), false);
+    next_launch = 0;
+  }
   void mark_ready(std::size_t p);
   void launch_ready();      // from hooks: only when overlapping
   void launch_all_ready();  // in bucket order, as far as buckets are complete
@@ -197,10 +204,7 @@ void DistributedDataParallel::begin_step() {
     s.slots_consumed = false;
   }
   if (!s.sync) return;  // accumulating: the readiness of the synced step is armed later
-  for (std::size_t b = 0; b < s.plan.size(); ++b)
-    s.pending[b] = static_cast<int>(s.plan[b].params.size());
-  std::fill(s.ready.begin(), s.ready.end(), false);
-  s.next_launch = 0;
+  s.arm();
 }
 
 void DistributedDataParallel::finish_step() {
@@ -242,10 +246,7 @@ void DistributedDataParallel::finish_step() {
   s.stats.finish_wait_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   // Arm the next step, so that a caller that skips begin_step() still gets correct hooks.
-  for (std::size_t b = 0; b < s.plan.size(); ++b)
-    s.pending[b] = static_cast<int>(s.plan[b].params.size());
-  std::fill(s.ready.begin(), s.ready.end(), false);
-  s.next_launch = 0;
+  s.arm();
   s.slots_consumed = true;
 }
 

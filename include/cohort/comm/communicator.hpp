@@ -125,7 +125,8 @@ class Communicator {
   std::shared_ptr<Watchdog> watchdog() const { return watchdog_; }
 
  private:
-  WorkPtr issue(Call call, const CollectiveOptions& options);
+  WorkPtr issue(OpKind kind, const at::Tensor* out, const at::Tensor* in, int peer, int tag,
+                bool blocking, const CollectiveOptions& options);
   void validate(const Call& call) const;
 
   int rank_;

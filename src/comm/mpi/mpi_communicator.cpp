@@ -4,6 +4,7 @@
 
 #include <climits>
 
+#include "../completion_work.hpp"
 #include "mpi_check.hpp"
 #include "mpi_types.hpp"
 
@@ -30,39 +31,29 @@ int size_of(MPI_Comm comm) {
 
 // A posted MPI_Isend/MPI_Irecv. MPI progresses it whenever MPI is entered: in wait()/test() here,
 // and in any collective the worker thread is running meanwhile.
-class RequestWork final : public Work {
+class RequestWork final : public CompletionWork {
  public:
   RequestWork(MPI_Request request, std::function<void()> on_done)
-      : request_(request), on_done_(std::move(on_done)) {}
+      : CompletionWork(std::move(on_done)), request_(request) {}
   ~RequestWork() override {
-    // A request dropped unfinished must not be left dangling in MPI; MPI completes it on its own,
-    // and the flight recorder stops counting it (the watchdog only watches what is waited for).
-    if (!done_) {
-      MPI_Request_free(&request_);
-      if (on_done_) on_done_();
-    }
+    // A request dropped unfinished must not be left dangling in MPI; MPI completes it on its own.
+    if (!done()) MPI_Request_free(&request_);
   }
   bool test() override {
-    if (done_) return true;
+    if (done()) return true;
     int flag = 0;
     COHORT_MPI_CHECK(MPI_Test(&request_, &flag, MPI_STATUS_IGNORE));
-    if (flag) finish();
-    return done_;
+    if (flag) completed();
+    return done();
   }
   void wait() override {
-    if (done_) return;
+    if (done()) return;
     COHORT_MPI_CHECK(MPI_Wait(&request_, MPI_STATUS_IGNORE));
-    finish();
+    completed();
   }
 
  private:
-  void finish() {
-    done_ = true;
-    if (on_done_) on_done_();
-  }
   MPI_Request request_;
-  std::function<void()> on_done_;
-  bool done_ = false;
 };
 
 }  // namespace

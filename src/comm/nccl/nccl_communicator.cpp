@@ -11,6 +11,7 @@
 
 #include <vector>
 
+#include "../completion_work.hpp"
 #include "../mpi/mpi_check.hpp"
 #include "../mpi/mpi_session_impl.hpp"
 #include "nccl_check.hpp"
@@ -57,33 +58,24 @@ ncclRedOp_t nccl_op(ReduceOp op) {
 }
 
 // Completion of one operation: an event recorded on our stream after it.
-class EventWork final : public Work {
+class EventWork final : public CompletionWork {
  public:
   EventWork(cudaEvent_t event, std::function<void()> on_done)
-      : event_(event), on_done_(std::move(on_done)) {}
-  ~EventWork() override {
-    if (!done_ && on_done_) on_done_();  // dropped unwaited: the recorder stops counting it
-    cudaEventDestroy(event_);
-  }
+      : CompletionWork(std::move(on_done)), event_(event) {}
+  ~EventWork() override { cudaEventDestroy(event_); }
   bool test() override {
-    if (!done_ && cudaEventQuery(event_) == cudaSuccess) finish();
-    return done_;
+    if (!done() && cudaEventQuery(event_) == cudaSuccess) completed();
+    return done();
   }
   void wait() override {
-    if (done_) return;
+    if (done()) return;
     COHORT_CUDA_CHECK(cudaEventSynchronize(event_));
     COHORT_CUDA_CHECK(cudaStreamWaitEvent(cudaStreamLegacy, event_, 0));
-    finish();
+    completed();
   }
 
  private:
-  void finish() {
-    done_ = true;
-    if (on_done_) on_done_();
-  }
   cudaEvent_t event_;
-  std::function<void()> on_done_;
-  bool done_ = false;
 };
 
 class NcclCommunicator final : public Communicator {
