@@ -39,6 +39,15 @@ cohort_require(nlohmann_json_FOUND "nlohmann JSON" "nlohmann-json3-dev")
 find_package(Slurm)
 cohort_require(Slurm_FOUND "libslurm" "libslurm-dev")
 
+# zlib reads gzipped imports (IDX, CSV); xxHash checksums data and checkpoint files.
+find_package(ZLIB QUIET)
+cohort_require(ZLIB_FOUND "zlib" "zlib1g-dev")
+find_package(PkgConfig QUIET)
+if(PkgConfig_FOUND)
+  pkg_check_modules(XXHASH QUIET IMPORTED_TARGET libxxhash)
+endif()
+cohort_require(XXHASH_FOUND "xxHash" "libxxhash-dev")
+
 # NCCL + CUDA: AUTO turns the backend on when both are found.
 set(COHORT_HAVE_NCCL OFF)
 if(NOT COHORT_WITH_NCCL STREQUAL "OFF")

@@ -1,0 +1,77 @@
+// DataLoader: a rank's view of a dataset for training: DistributedSampler order, batches read by a
+// BatchReader, prefetched by a background thread into a bounded queue.
+//
+// Protocol:
+//  - next() returns the epoch's next batch, or nullopt once the epoch is over; the loader then
+//    stands at batch 0 of the next epoch. Batch b of epoch e is always the sampler's indices
+//    [b*B, (b+1)*B) for that epoch, whatever was prefetched, so the sequence is deterministic.
+//  - state() is where next() continues; restore(state) continues from there exactly (a resumed
+//    run yields the batches the uninterrupted run would have yielded next). Prefetched batches
+//    that do not match are dropped.
+//  - With prefetch > 0 a thread owns the reader and reads ahead up to `prefetch` batches, across
+//    epoch ends; an error in it reaches the caller from next(). With prefetch = 0 next() reads on
+//    the calling thread. The destructor stops and joins the thread; it never throws.
+//  - wait statistics: how long next() blocked for each batch (the data-wait share of a step).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "cohort/data/reader.hpp"
+#include "cohort/data/sampler.hpp"
+
+namespace cohort::data {
+
+struct LoaderOptions {
+  std::string path;
+  std::int64_t batch_size = 32;  // per rank
+  int rank = 0;
+  int world = 1;
+  std::uint64_t seed = 0;
+  bool shuffle = true;
+  bool drop_last = false;       // sampler: cut the uneven tail instead of padding (torch's sense)
+  bool drop_last_batch = true;  // drop a final partial batch, so every rank's batches are full
+  int prefetch = 2;             // batches read ahead; 0: synchronous
+  ReaderOptions reader;
+};
+
+struct LoaderState {
+  std::int64_t epoch = 0;
+  std::int64_t batch = 0;  // the next batch to yield within the epoch
+  bool operator==(const LoaderState& other) const {
+    return epoch == other.epoch && batch == other.batch;
+  }
+};
+
+struct WaitStats {
+  double last_seconds = 0;
+  double total_seconds = 0;
+  std::int64_t batches = 0;
+};
+
+class DataLoader {
+ public:
+  explicit DataLoader(LoaderOptions options);
+  ~DataLoader();
+  DataLoader(const DataLoader&) = delete;
+  DataLoader& operator=(const DataLoader&) = delete;
+
+  const DatasetInfo& info() const;
+  std::int64_t batches_per_epoch() const;
+  std::int64_t samples_per_rank() const;
+
+  std::optional<Batch> next();
+  LoaderState state() const;
+  void restore(LoaderState state);
+
+  const WaitStats& wait() const;
+  ReadStats read_stats() const;  // of the reader (consistent once the thread is idle or stopped)
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace cohort::data

@@ -1,0 +1,89 @@
+// BatchReader: reads batches of samples, by global index, from a dataset file or shard directory.
+//
+// Protocol: construct (opens every shard, validates it through describe()), then read() a list of
+// indices; the batch comes back in the order asked. Underneath, each shard's indices are sorted,
+// de-duplicated and coalesced into runs of consecutive rows, and the runs are read with one
+// hyperslab selection (their union) per dataset and shard: one H5Dread, however scattered the
+// batch. Inputs come back as float32 (normalized with the dataset's mean/std; uint8 without them
+// scaled to [0, 1]) or, for token datasets, int64 [B, seq_len] with targets shifted by one.
+//
+// I/O drivers: kPosix (default) opens the shards with HDF5's sec2 driver, independently per rank.
+// kMpiIo opens them with the MPI-IO driver on a duplicate of the session's communicator and reads
+// collectively: then every rank must call read() the same number of times (every rank reads each
+// step, as a DistributedSampler guarantees), and the construction is collective too.
+//
+// A reader is not shared between threads; several readers may live in several threads (the HDF5
+// calls underneath take a process-wide lock, since Debian's parallel HDF5 is not thread-safe).
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cohort/data/dataset.hpp"
+
+namespace cohort::comm {
+class MpiSession;
+}
+
+namespace cohort::data {
+
+enum class IoDriver { kPosix, kMpiIo };
+IoDriver parse_io_driver(const std::string& name);  // "posix" | "mpio"
+
+// Image augmentation, for inputs shaped [C, H, W] or [H, W]; seeded per (seed, epoch, sample), so
+// a sample gets the same crop and flip whichever rank reads it and however the run was resumed.
+struct Augmentation {
+  int crop_padding = 0;  // random crop: shift by up to this many pixels, zero fill
+  bool horizontal_flip = false;
+};
+
+struct ReaderOptions {
+  IoDriver driver = IoDriver::kPosix;
+  const comm::MpiSession* session = nullptr;  // required for kMpiIo
+  bool normalize = true;
+  Augmentation augment;
+  std::uint64_t seed = 0;
+  bool pin_memory = true;  // page-locked batches when CUDA is present (ignored without it)
+  // Inputs exactly as stored (uint8, float16 or float32 tensors; no conversion, normalization or
+  // augmentation): for tools that copy or summarise data.
+  bool raw = false;
+};
+
+struct Batch {
+  at::Tensor inputs;
+  at::Tensor targets;
+  std::int64_t epoch = 0;
+  std::int64_t index = 0;  // batch index within the epoch
+};
+
+struct ReadStats {
+  std::int64_t batches = 0;
+  std::int64_t samples = 0;
+  std::int64_t runs = 0;       // hyperslab runs read
+  std::int64_t bytes = 0;      // bytes read from the files (stored size)
+  double read_seconds = 0;     // inside HDF5
+  double convert_seconds = 0;  // conversion, normalization, augmentation
+};
+
+class BatchReader {
+ public:
+  BatchReader(const std::string& path, ReaderOptions options);
+  ~BatchReader();
+  BatchReader(const BatchReader&) = delete;
+  BatchReader& operator=(const BatchReader&) = delete;
+
+  const DatasetInfo& info() const;
+  // Indices are global (0..num_samples-1, across shards in order); repeats are allowed.
+  Batch read(const std::vector<std::int64_t>& indices, std::int64_t epoch = 0);
+  const ReadStats& stats() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace cohort::data

@@ -1,0 +1,99 @@
+// The library behind `cohort data ...`: make synthetic datasets, import real ones, inspect, split
+// and stage them. Every writer goes through DatasetWriter (atomic: a failed tool leaves no file).
+#pragma once
+
+#include <nlohmann/json_fwd.hpp>
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "cohort/data/dataset.hpp"
+
+namespace cohort::data {
+
+// ---- make-synthetic -------------------------------------------------------------------------
+struct SyntheticOptions {
+  std::string kind = "classification";  // classification | images | tokens
+  std::int64_t samples = 10000;         // classification, images
+  std::int64_t features = 32;           // classification
+  std::int64_t classes = 10;            // classification, images
+  std::int64_t image_size = 28;         // images: [channels, size, size] uint8
+  std::int64_t channels = 1;
+  std::int64_t tokens = 1 << 20;  // tokens: stream length
+  std::int64_t vocab = 256;
+  std::int64_t seq_len = 128;
+  std::uint64_t seed = 0;
+  int shards = 1;  // > 1: `out` is a directory of shards
+  std::string split = "train";
+  std::size_t chunk_bytes = kDefaultChunkBytes;
+};
+// Classification: Gaussian clusters around per-class centres (learnable, not separable by eye).
+// Images: per-class templates of blobs plus noise. Tokens: a sparse Markov chain.
+void make_synthetic(const std::string& out, const SyntheticOptions& options);
+
+// ---- import ---------------------------------------------------------------------------------
+struct ImportOptions {
+  std::string format;               // fashion-mnist | digits | csv | npy | text
+  std::vector<std::string> inputs;  // source files (fashion-mnist: its directory)
+  std::string split;                // fashion-mnist: train | test; others: the split attribute
+  int label_column = -1;            // csv: -1 = last
+  std::vector<std::int64_t> shape;  // csv: sample shape (default [columns - 1])
+  std::int64_t seq_len = 128;       // text
+  std::size_t chunk_bytes = kDefaultChunkBytes;
+};
+inline constexpr const char* kFashionMnistDir = "/usr/share/datasets/fashion-mnist";
+inline constexpr const char* kDigitsCsv =
+    "/usr/lib/python3/dist-packages/sklearn/datasets/data/digits.csv.gz";
+// Returns the description of the written file.
+DatasetInfo import_dataset(const std::string& out, const ImportOptions& options);
+
+// ---- inspect --------------------------------------------------------------------------------
+struct FeatureStats {
+  double mean = 0, stddev = 0, min = 0, max = 0;
+};
+struct Inspection {
+  DatasetInfo info;
+  FeatureStats overall;                                  // all input values, as stored
+  std::vector<FeatureStats> channels;                    // per first sample dimension
+  std::vector<FeatureStats> features;                    // per input element (first max_features)
+  std::map<std::int64_t, std::int64_t> class_histogram;  // integer scalar targets / tokens
+  std::int64_t features_total = 0;
+  double seconds = 0;
+};
+// Reads every sample (raw, in batches through the BatchReader).
+Inspection inspect(const std::string& path, std::int64_t max_features = 16);
+nlohmann::json to_json(const Inspection& inspection);
+std::string to_text(const Inspection& inspection);
+
+// ---- split ----------------------------------------------------------------------------------
+struct SplitResult {
+  std::int64_t train = 0, val = 0;
+};
+// Sample datasets: a seeded random permutation, the first (1 - fraction) to train_out (split
+// "train"), the rest to val_out (split "val"), each in ascending original order. Token datasets:
+// the last fraction of the stream (contiguous, so sequences stay whole).
+SplitResult split_dataset(const std::string& in, const std::string& train_out,
+                          const std::string& val_out, double val_fraction, std::uint64_t seed);
+
+// ---- stage ----------------------------------------------------------------------------------
+struct StagedFile {
+  std::string source, destination, checksum;
+  std::int64_t bytes = 0;
+};
+struct StageResult {
+  std::string method;       // "sbcast" or "copy"
+  std::string destination;  // the staged dataset path (file or directory)
+  std::vector<StagedFile> files;
+  std::vector<std::string> nodes;  // where it was verified
+  double seconds = 0;
+};
+// Under a Slurm allocation (SLURM_JOB_ID set): sbcast every file to dest_dir on every node of
+// the allocation, then verify size and checksum on every node (`cohort data checksum` via srun).
+// Elsewhere: a copy (temp file + rename) verified the same way. Throws IoError on a mismatch.
+StageResult stage(const std::string& source, const std::string& dest_dir,
+                  const std::string& cohort_exe);
+nlohmann::json to_json(const StageResult& result);
+
+}  // namespace cohort::data

@@ -1,0 +1,222 @@
+// `cohort data make-synthetic|import|inspect|split|stage|checksum`: dataset tools (docs/data.md).
+#include <unistd.h>
+
+#include <boost/program_options.hpp>
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "cohort/data/checksum.hpp"
+#include "cohort/data/loader.hpp"
+#include "cohort/data/tools.hpp"
+#include "cohort/error.hpp"
+#include "command.hpp"
+
+namespace po = boost::program_options;
+using nlohmann::json;
+
+namespace cohort::cli {
+namespace {
+
+// Parses args against desc (with positionals), prints help and returns true when asked.
+bool parse(const std::vector<std::string>& args, po::options_description& desc,
+           const po::positional_options_description& positional, po::variables_map& vm,
+           const char* usage) {
+  desc.add_options()("help,h", "show this help");
+  po::store(po::command_line_parser(args).options(desc).positional(positional).run(), vm);
+  if (vm.count("help")) {
+    std::cout << "usage: " << usage << "\n" << desc;
+    return true;
+  }
+  po::notify(vm);
+  return false;
+}
+
+int make_synthetic(const std::vector<std::string>& args) {
+  data::SyntheticOptions o;
+  std::string out;
+  po::options_description desc("cohort data make-synthetic options");
+  desc.add_options()("out,o", po::value(&out)->required(), "output file (directory with --shards)")(
+      "kind", po::value(&o.kind)->default_value(o.kind), "classification | images | tokens")(
+      "samples", po::value(&o.samples)->default_value(o.samples),
+      "samples (classification, images)")(
+      "features", po::value(&o.features)->default_value(o.features), "features (classification)")(
+      "classes", po::value(&o.classes)->default_value(o.classes), "classes")(
+      "image-size", po::value(&o.image_size)->default_value(o.image_size), "image side (images)")(
+      "channels", po::value(&o.channels)->default_value(o.channels), "image channels (images)")(
+      "tokens", po::value(&o.tokens)->default_value(o.tokens), "stream length (tokens)")(
+      "vocab", po::value(&o.vocab)->default_value(o.vocab), "vocabulary size (tokens)")(
+      "seq-len", po::value(&o.seq_len)->default_value(o.seq_len), "sequence length (tokens)")(
+      "seed", po::value(&o.seed)->default_value(o.seed), "random seed")(
+      "shards", po::value(&o.shards)->default_value(o.shards), "write a directory of N shards")(
+      "split", po::value(&o.split)->default_value(o.split), "split attribute")(
+      "chunk-bytes", po::value(&o.chunk_bytes)->default_value(o.chunk_bytes), "HDF5 chunk target");
+  po::positional_options_description positional;
+  po::variables_map vm;
+  if (parse(args, desc, positional, vm, "cohort data make-synthetic --out FILE [options]"))
+    return 0;
+  data::make_synthetic(out, o);
+  std::cout << out << "\n";
+  return 0;
+}
+
+int import(const std::vector<std::string>& args) {
+  data::ImportOptions o;
+  std::string out;
+  po::options_description desc("cohort data import options");
+  const std::string input_help = "source file(s); fashion-mnist: its directory (default " +
+                                 std::string(data::kFashionMnistDir) +
+                                 "); digits: default scikit-learn's csv";
+  desc.add_options()("format", po::value(&o.format)->required(),
+                     "fashion-mnist | digits | csv | npy | text")(
+      "input", po::value(&o.inputs)->multitoken(), input_help.c_str())(
+      "out,o", po::value(&out)->required(), "output file")(
+      "split", po::value(&o.split), "fashion-mnist: train | test; others: split attribute")(
+      "label-column", po::value(&o.label_column)->default_value(-1), "csv: label column (-1 last)")(
+      "shape", po::value(&o.shape)->multitoken(), "csv: sample shape, e.g. --shape 1 8 8")(
+      "seq-len", po::value(&o.seq_len)->default_value(o.seq_len), "text: sequence length")(
+      "chunk-bytes", po::value(&o.chunk_bytes)->default_value(o.chunk_bytes), "HDF5 chunk target")(
+      "json", "print the written dataset's description as JSON");
+  po::positional_options_description positional;
+  positional.add("format", 1).add("input", -1);
+  po::variables_map vm;
+  if (parse(args, desc, positional, vm, "cohort data import FORMAT [INPUT...] --out FILE"))
+    return 0;
+  const auto info = data::import_dataset(out, o);
+  std::cout << out << ": " << info.num_samples << " samples from " << info.source << "\n";
+  return 0;
+}
+
+int inspect(const std::vector<std::string>& args) {
+  std::string path;
+  std::int64_t max_features = 16, batch_size = 0;
+  int ranks = 1;
+  po::options_description desc("cohort data inspect options");
+  desc.add_options()("path", po::value(&path)->required(), "dataset file or shard directory")(
+      "json", "print JSON")("max-features", po::value(&max_features)->default_value(16),
+                            "per-value statistics for the first N values of a sample")(
+      "batch-size", po::value(&batch_size),
+      "also check a training plan: per-rank batch size (with --ranks)")(
+      "ranks", po::value(&ranks)->default_value(1), "ranks for --batch-size");
+  po::positional_options_description positional;
+  positional.add("path", 1);
+  po::variables_map vm;
+  if (parse(args, desc, positional, vm, "cohort data inspect PATH [--json]")) return 0;
+  const auto inspection = data::inspect(path, max_features);
+  json out = data::to_json(inspection);
+  if (vm.count("batch-size")) {
+    data::LoaderOptions plan;
+    plan.path = path;
+    plan.batch_size = batch_size;
+    plan.world = ranks;
+    plan.prefetch = 0;
+    data::DataLoader loader(plan);  // throws when the batch does not fit a rank's shard
+    out["plan"] = {{"ranks", ranks},
+                   {"batch_size", batch_size},
+                   {"samples_per_rank", loader.samples_per_rank()},
+                   {"batches_per_epoch", loader.batches_per_epoch()}};
+  }
+  if (vm.count("json")) {
+    std::cout << out.dump(2) << "\n";
+  } else {
+    std::cout << data::to_text(inspection);
+    if (out.contains("plan")) {
+      std::cout << "  plan    " << ranks << " ranks x batch " << batch_size << ": "
+                << out["plan"]["batches_per_epoch"] << " batches per epoch\n";
+    }
+  }
+  return 0;
+}
+
+int split(const std::vector<std::string>& args) {
+  std::string in, train_out, val_out;
+  double fraction = 0.1;
+  std::uint64_t seed = 0;
+  po::options_description desc("cohort data split options");
+  desc.add_options()("path", po::value(&in)->required(), "dataset to split")(
+      "train", po::value(&train_out)->required(), "training part output")(
+      "val", po::value(&val_out)->required(), "validation part output")(
+      "val-fraction", po::value(&fraction)->default_value(0.1), "share for validation")(
+      "seed", po::value(&seed)->default_value(0), "permutation seed (torch.randperm's)");
+  po::positional_options_description positional;
+  positional.add("path", 1);
+  po::variables_map vm;
+  if (parse(args, desc, positional, vm, "cohort data split PATH --train A --val B")) return 0;
+  const auto result = data::split_dataset(in, train_out, val_out, fraction, seed);
+  std::cout << train_out << ": " << result.train << " samples\n"
+            << val_out << ": " << result.val << " samples\n";
+  return 0;
+}
+
+std::string self_exe() {
+  std::error_code error;
+  const auto path = std::filesystem::read_symlink("/proc/self/exe", error);
+  return error ? std::string("cohort") : path.string();
+}
+
+int stage(const std::vector<std::string>& args) {
+  std::string source, dest;
+  po::options_description desc("cohort data stage options");
+  desc.add_options()("path", po::value(&source)->required(), "dataset file or shard directory")(
+      "to", po::value(&dest)->required(), "node-local directory (e.g. $TMPDIR, /local/scratch)")(
+      "json", "print JSON");
+  po::positional_options_description positional;
+  positional.add("path", 1);
+  po::variables_map vm;
+  if (parse(args, desc, positional, vm, "cohort data stage PATH --to DIR")) return 0;
+  const auto result = data::stage(source, dest, self_exe());
+  if (vm.count("json")) {
+    std::cout << data::to_json(result).dump(2) << "\n";
+  } else {
+    std::cerr << "staged " << result.files.size() << " file(s) by " << result.method << " to "
+              << result.nodes.size() << " node(s), verified, in " << result.seconds << " s\n";
+    std::cout << result.destination << "\n";  // for DATA=$(cohort data stage ...)
+  }
+  return 0;
+}
+
+int checksum(const std::vector<std::string>& args) {
+  std::vector<std::string> files;
+  po::options_description desc("cohort data checksum options");
+  desc.add_options()("file", po::value(&files)->multitoken()->required(), "files");
+  po::positional_options_description positional;
+  positional.add("file", -1);
+  po::variables_map vm;
+  if (parse(args, desc, positional, vm, "cohort data checksum FILE...")) return 0;
+  const char* node = std::getenv("SLURMD_NODENAME");
+  char host[256] = {};
+  if (node == nullptr) {
+    ::gethostname(host, sizeof host - 1);
+    node = host;
+  }
+  for (const auto& file : files) {
+    std::cout << node << "\t" << std::filesystem::file_size(file) << "\t"
+              << data::file_checksum(file) << "\t" << file << "\n";
+  }
+  return 0;
+}
+
+}  // namespace
+
+int run_data(const std::vector<std::string>& args, int*, char***) {
+  const std::string usage =
+      "usage: cohort data <make-synthetic|import|inspect|split|stage|checksum> [options]\n"
+      "       cohort data <subcommand> --help\n";
+  COHORT_CHECK(!args.empty(), UsageError, "data: which subcommand?\n", usage);
+  const std::string sub = args.front();
+  const std::vector<std::string> rest(args.begin() + 1, args.end());
+  if (sub == "make-synthetic") return make_synthetic(rest);
+  if (sub == "import") return import(rest);
+  if (sub == "inspect") return inspect(rest);
+  if (sub == "split") return split(rest);
+  if (sub == "stage") return stage(rest);
+  if (sub == "checksum") return checksum(rest);
+  if (sub == "--help" || sub == "-h" || sub == "help") {
+    std::cout << usage;
+    return 0;
+  }
+  COHORT_THROW(UsageError, "data: unknown subcommand '", sub, "'\n", usage);
+}
+
+}  // namespace cohort::cli

@@ -1,0 +1,232 @@
+// describe(): validates a dataset file or shard directory against docs/formats/dataset.md.
+#include "cohort/data/dataset.hpp"
+
+#include <algorithm>
+#include <filesystem>
+#include <sstream>
+
+#include "cohort/error.hpp"
+#include "data/h5/file.hpp"
+
+namespace cohort::data {
+namespace fs = std::filesystem;
+
+std::string to_string(DType dtype) {
+  switch (dtype) {
+    case DType::kUInt8:
+      return "uint8";
+    case DType::kUInt16:
+      return "uint16";
+    case DType::kInt32:
+      return "int32";
+    case DType::kInt64:
+      return "int64";
+    case DType::kFloat16:
+      return "float16";
+    case DType::kFloat32:
+      return "float32";
+    case DType::kFloat64:
+      return "float64";
+  }
+  return "?";
+}
+
+std::size_t dtype_size(DType dtype) {
+  switch (dtype) {
+    case DType::kUInt8:
+      return 1;
+    case DType::kUInt16:
+    case DType::kFloat16:
+      return 2;
+    case DType::kInt32:
+    case DType::kFloat32:
+      return 4;
+    case DType::kInt64:
+    case DType::kFloat64:
+      return 8;
+  }
+  return 0;
+}
+
+DType parse_dtype(const std::string& name) {
+  for (auto d : {DType::kUInt8, DType::kUInt16, DType::kInt32, DType::kInt64, DType::kFloat16,
+                 DType::kFloat32, DType::kFloat64}) {
+    if (to_string(d) == name) return d;
+  }
+  COHORT_THROW(UsageError, "unknown dtype '", name, "' (uint8, uint16, int32, int64, float16, ",
+               "float32, float64)");
+}
+
+std::string to_string(DatasetKind kind) {
+  return kind == DatasetKind::kTokens ? "tokens" : "samples";
+}
+
+std::int64_t DatasetInfo::sample_numel() const {
+  std::int64_t numel = 1;
+  for (auto d : sample_shape) numel *= d;
+  return numel;
+}
+
+std::size_t DatasetInfo::sample_bytes() const {
+  return static_cast<std::size_t>(sample_numel()) * dtype_size(input_dtype);
+}
+
+std::vector<std::string> shard_paths(const std::string& path) {
+  std::error_code error;
+  const auto status = fs::status(path, error);
+  COHORT_CHECK(fs::exists(status), IoError, path, ": no such file or directory");
+  if (!fs::is_directory(status)) return {path};
+  std::vector<std::string> shards;
+  for (const auto& entry : fs::directory_iterator(path)) {
+    if (entry.path().extension() == ".h5") shards.push_back(entry.path().string());
+  }
+  std::sort(shards.begin(), shards.end());
+  COHORT_CHECK(!shards.empty(), IoError, path, ": directory holds no *.h5 shard");
+  return shards;
+}
+
+namespace {
+
+std::string shape_text(const std::vector<std::int64_t>& shape) {
+  std::ostringstream out;
+  out << "[";
+  for (std::size_t i = 0; i < shape.size(); ++i) out << (i ? ", " : "") << shape[i];
+  out << "]";
+  return out.str();
+}
+
+void read_attributes(hid_t file, const std::string& path, DatasetInfo& info) {
+  if (auto version = h5::read_number_attribute(file, "format_version", path)) {
+    COHORT_CHECK(version->size() == 1 && (*version)[0] >= 1 && (*version)[0] <= kFormatVersion,
+                 IoError, path, ": attribute 'format_version' is not 1..", kFormatVersion,
+                 " (written by a newer Cohort?)");
+    info.format_version = static_cast<int>((*version)[0]);
+  }
+  if (auto classes = h5::read_number_attribute(file, "classes", path)) {
+    COHORT_CHECK(classes->size() == 1 && (*classes)[0] >= 0, IoError, path,
+                 ": attribute 'classes' must be one count >= 0");
+    info.classes = static_cast<std::int64_t>((*classes)[0]);
+  }
+  if (auto mean = h5::read_number_attribute(file, "mean", path)) info.mean = *mean;
+  if (auto stddev = h5::read_number_attribute(file, "std", path)) info.stddev = *stddev;
+  if (auto split = h5::read_string_attribute(file, "split", path)) info.split = *split;
+  if (auto source = h5::read_string_attribute(file, "source", path)) info.source = *source;
+  if (auto sum = h5::read_string_attribute(file, "source_checksum", path)) {
+    info.source_checksum = *sum;
+  }
+}
+
+void describe_tokens(hid_t file, const std::string& path, DatasetInfo& info, ShardInfo& shard) {
+  const std::string where = path + ": dataset '/tokens'";
+  h5::Hid tokens = h5::open_dataset(file, "/tokens", path);
+  const auto extent = h5::dims(tokens.get(), where);
+  COHORT_CHECK(extent.size() == 1, IoError, where, ": expected rank 1 [T], found ",
+               shape_text(extent));
+  info.input_dtype = h5::stored_dtype(tokens.get(), where);
+  COHORT_CHECK(info.input_dtype == DType::kUInt16 || info.input_dtype == DType::kInt32, IoError,
+               where, ": dtype ", to_string(info.input_dtype), " is not uint16 or int32");
+  auto seq_len = h5::read_number_attribute(file, "seq_len", path);
+  COHORT_CHECK(seq_len && seq_len->size() == 1 && (*seq_len)[0] >= 1, IoError, path,
+               ": token dataset needs attribute 'seq_len' >= 1");
+  info.seq_len = static_cast<std::int64_t>((*seq_len)[0]);
+  if (auto vocab = h5::read_number_attribute(file, "vocab_size", path)) {
+    info.vocab_size = static_cast<std::int64_t>(vocab->at(0));
+  }
+  info.kind = DatasetKind::kTokens;
+  info.sample_shape = {info.seq_len};
+  info.target_shape = {info.seq_len};
+  info.target_dtype = DType::kInt64;
+  shard.tokens = extent[0];
+  shard.samples = extent[0] > 0 ? (extent[0] - 1) / info.seq_len : 0;
+  shard.chunk = h5::chunk_dims(tokens.get(), where);
+  COHORT_CHECK(shard.samples > 0, IoError, where, ": empty dataset (", extent[0],
+               " tokens, fewer than seq_len + 1 = ", info.seq_len + 1, ")");
+}
+
+void describe_samples(hid_t file, const std::string& path, DatasetInfo& info, ShardInfo& shard) {
+  const std::string in_where = path + ": dataset '/inputs'";
+  const std::string target_where = path + ": dataset '/targets'";
+  h5::Hid inputs = h5::open_dataset(file, "/inputs", path);
+  h5::Hid targets = h5::open_dataset(file, "/targets", path);
+  const auto in_extent = h5::dims(inputs.get(), in_where);
+  const auto target_extent = h5::dims(targets.get(), target_where);
+  COHORT_CHECK(in_extent.size() >= 2, IoError, in_where, ": expected rank >= 2 [N, ...], found ",
+               shape_text(in_extent));
+  COHORT_CHECK(target_extent.size() >= 1, IoError, target_where,
+               ": expected rank >= 1 [N] or [N, ...], found a scalar");
+  info.input_dtype = h5::stored_dtype(inputs.get(), in_where);
+  COHORT_CHECK(info.input_dtype == DType::kFloat32 || info.input_dtype == DType::kFloat16 ||
+                   info.input_dtype == DType::kUInt8,
+               IoError, in_where, ": dtype ", to_string(info.input_dtype),
+               " is not float32, float16 or uint8");
+  info.target_dtype = h5::stored_dtype(targets.get(), target_where);
+  COHORT_CHECK(info.target_dtype == DType::kInt64 || info.target_dtype == DType::kFloat32, IoError,
+               target_where, ": dtype ", to_string(info.target_dtype), " is not int64 or float32");
+  COHORT_CHECK(in_extent[0] == target_extent[0], IoError, path, ": '/inputs' has ", in_extent[0],
+               " samples but '/targets' has ", target_extent[0]);
+  COHORT_CHECK(in_extent[0] > 0, IoError, in_where, ": empty dataset (0 samples)");
+  info.sample_shape.assign(in_extent.begin() + 1, in_extent.end());
+  info.target_shape.assign(target_extent.begin() + 1, target_extent.end());
+  shard.samples = in_extent[0];
+  shard.chunk = h5::chunk_dims(inputs.get(), in_where);
+}
+
+void check_same(const DatasetInfo& first, const DatasetInfo& other, const std::string& path) {
+  const std::string against = " differs from " + first.shards.front().path + "'s ";
+  COHORT_CHECK(first.kind == other.kind, IoError, path, ": kind ", to_string(other.kind), against,
+               to_string(first.kind), " (inconsistent shards)");
+  COHORT_CHECK(first.sample_shape == other.sample_shape, IoError, path, ": sample shape ",
+               shape_text(other.sample_shape), against, shape_text(first.sample_shape),
+               " (inconsistent shards)");
+  COHORT_CHECK(first.target_shape == other.target_shape, IoError, path, ": target shape ",
+               shape_text(other.target_shape), against, shape_text(first.target_shape),
+               " (inconsistent shards)");
+  COHORT_CHECK(first.input_dtype == other.input_dtype && first.target_dtype == other.target_dtype,
+               IoError, path, ": dtypes ", to_string(other.input_dtype), "/",
+               to_string(other.target_dtype), against, to_string(first.input_dtype), "/",
+               to_string(first.target_dtype), " (inconsistent shards)");
+  COHORT_CHECK(first.classes == other.classes, IoError, path, ": classes ", other.classes, against,
+               first.classes, " (inconsistent shards)");
+}
+
+DatasetInfo describe_shard(const std::string& path) {
+  DatasetInfo info;
+  info.path = path;
+  ShardInfo shard;
+  shard.path = path;
+  h5::Hid file = h5::open_file(path);
+  read_attributes(file.get(), path, info);
+  if (h5::has_dataset(file.get(), "/tokens")) {
+    describe_tokens(file.get(), path, info, shard);
+  } else {
+    describe_samples(file.get(), path, info, shard);
+  }
+  const auto channels = info.sample_shape.empty() ? 1 : info.sample_shape.front();
+  for (const auto* stats : {&info.mean, &info.stddev}) {
+    COHORT_CHECK(stats->empty() || stats->size() == 1 ||
+                     static_cast<std::int64_t>(stats->size()) == channels,
+                 IoError, path, ": attributes 'mean'/'std' need 1 or ", channels, " values, found ",
+                 stats->size());
+  }
+  for (double s : info.stddev) COHORT_CHECK(s > 0, IoError, path, ": attribute 'std' has ", s);
+  info.num_samples = shard.samples;
+  info.shards.push_back(shard);
+  return info;
+}
+
+}  // namespace
+
+DatasetInfo describe(const std::string& path) {
+  const auto paths = shard_paths(path);
+  DatasetInfo info = describe_shard(paths.front());
+  info.path = path;
+  for (std::size_t i = 1; i < paths.size(); ++i) {
+    DatasetInfo other = describe_shard(paths[i]);
+    check_same(info, other, paths[i]);
+    info.num_samples += other.num_samples;
+    info.shards.push_back(other.shards.front());
+  }
+  return info;
+}
+
+}  // namespace cohort::data

@@ -1,0 +1,216 @@
+#include "data/h5/file.hpp"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+
+#include "data/h5/h5_check.hpp"
+
+namespace cohort::data::h5 {
+
+Hid open_file(const std::string& path, hid_t fapl) {
+  struct stat st {};
+  COHORT_CHECK(::stat(path.c_str(), &st) == 0, IoError, path, ": no such file");
+  COHORT_CHECK(S_ISREG(st.st_mode), IoError, path, ": not a regular file");
+  auto lock = h5_lock();
+  COHORT_CHECK(H5Fis_hdf5(path.c_str()) > 0, IoError, path,
+               ": not an HDF5 file (truncated or corrupt?)", h5_error_text());
+  return Hid(COHORT_H5_CHECK(H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl), path));
+}
+
+Hid create_file(const std::string& path) {
+  auto lock = h5_lock();
+  return Hid(
+      COHORT_H5_CHECK(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT), path));
+}
+
+bool has_dataset(hid_t file, const std::string& name) {
+  auto lock = h5_lock();
+  const htri_t exists = H5Lexists(file, name.c_str(), H5P_DEFAULT);
+  if (exists <= 0) return false;
+  H5O_info_t info{};
+  if (H5Oget_info_by_name2(file, name.c_str(), &info, H5O_INFO_BASIC, H5P_DEFAULT) < 0) {
+    h5_error_text();
+    return false;
+  }
+  return info.type == H5O_TYPE_DATASET;
+}
+
+Hid open_dataset(hid_t file, const std::string& name, const std::string& where) {
+  COHORT_CHECK(has_dataset(file, name), IoError, where, ": no dataset '", name, "'");
+  auto lock = h5_lock();
+  return Hid(COHORT_H5_CHECK(H5Dopen2(file, name.c_str(), H5P_DEFAULT), where));
+}
+
+std::vector<std::int64_t> dims(hid_t dataset, const std::string& where) {
+  auto lock = h5_lock();
+  Hid space(COHORT_H5_CHECK(H5Dget_space(dataset), where));
+  const int rank = COHORT_H5_CHECK(H5Sget_simple_extent_ndims(space.get()), where);
+  std::vector<hsize_t> extent(static_cast<std::size_t>(rank));
+  COHORT_H5_CHECK(H5Sget_simple_extent_dims(space.get(), extent.data(), nullptr), where);
+  return {extent.begin(), extent.end()};
+}
+
+std::vector<std::int64_t> chunk_dims(hid_t dataset, const std::string& where) {
+  auto lock = h5_lock();
+  Hid plist(COHORT_H5_CHECK(H5Dget_create_plist(dataset), where));
+  if (H5Pget_layout(plist.get()) != H5D_CHUNKED) return {};
+  std::vector<hsize_t> chunk(H5S_MAX_RANK);
+  const int rank = COHORT_H5_CHECK(H5Pget_chunk(plist.get(), H5S_MAX_RANK, chunk.data()), where);
+  return {chunk.begin(), chunk.begin() + rank};
+}
+
+DType stored_dtype(hid_t dataset, const std::string& where) {
+  auto lock = h5_lock();
+  Hid type(COHORT_H5_CHECK(H5Dget_type(dataset), where));
+  const H5T_class_t type_class = H5Tget_class(type.get());
+  const std::size_t size = H5Tget_size(type.get());
+  if (type_class == H5T_INTEGER) {
+    const bool is_signed = H5Tget_sign(type.get()) == H5T_SGN_2;
+    if (!is_signed && size == 1) return DType::kUInt8;
+    if (!is_signed && size == 2) return DType::kUInt16;
+    if (is_signed && size == 4) return DType::kInt32;
+    if (is_signed && size == 8) return DType::kInt64;
+    COHORT_THROW(IoError, where, ": unsupported integer type (", is_signed ? "int" : "uint",
+                 size * 8, "); use uint8, uint16, int32 or int64");
+  }
+  if (type_class == H5T_FLOAT) {
+    if (size == 2) return DType::kFloat16;
+    if (size == 4) return DType::kFloat32;
+    if (size == 8) return DType::kFloat64;
+  }
+  COHORT_THROW(IoError, where, ": unsupported element type (class ", static_cast<int>(type_class),
+               ", ", size, " bytes); use a numeric type");
+}
+
+Hid memory_type(DType dtype) {
+  auto lock = h5_lock();
+  const char* where = "HDF5 memory type";
+  switch (dtype) {
+    case DType::kUInt8:
+      return Hid(COHORT_H5_CHECK(H5Tcopy(H5T_NATIVE_UINT8), where));
+    case DType::kUInt16:
+      return Hid(COHORT_H5_CHECK(H5Tcopy(H5T_NATIVE_UINT16), where));
+    case DType::kInt32:
+      return Hid(COHORT_H5_CHECK(H5Tcopy(H5T_NATIVE_INT32), where));
+    case DType::kInt64:
+      return Hid(COHORT_H5_CHECK(H5Tcopy(H5T_NATIVE_INT64), where));
+    case DType::kFloat32:
+      return Hid(COHORT_H5_CHECK(H5Tcopy(H5T_NATIVE_FLOAT), where));
+    case DType::kFloat64:
+      return Hid(COHORT_H5_CHECK(H5Tcopy(H5T_NATIVE_DOUBLE), where));
+    case DType::kFloat16: {
+      // IEEE 754 binary16, little endian: the layout h5py gives numpy's float16.
+      Hid half(COHORT_H5_CHECK(H5Tcopy(H5T_IEEE_F32LE), where));
+      COHORT_H5_CHECK(H5Tset_fields(half.get(), 15, 10, 5, 0, 10), where);
+      COHORT_H5_CHECK(H5Tset_size(half.get(), 2), where);
+      COHORT_H5_CHECK(H5Tset_ebias(half.get(), 15), where);
+      return half;
+    }
+  }
+  COHORT_THROW(IoError, where, ": unknown dtype");
+}
+
+Hid create_dataset(hid_t file, const std::string& name, DType dtype, std::int64_t rows,
+                   const std::vector<std::int64_t>& inner, std::size_t chunk_bytes,
+                   const std::string& where) {
+  std::vector<hsize_t> extent{static_cast<hsize_t>(rows)};
+  std::size_t row_bytes = dtype_size(dtype);
+  for (auto d : inner) {
+    extent.push_back(static_cast<hsize_t>(d));
+    row_bytes *= static_cast<std::size_t>(d);
+  }
+  // Whole rows per chunk, as many as fit the target (at least one, at most all).
+  std::vector<hsize_t> chunk = extent;
+  const auto chunk_rows =
+      std::max<std::size_t>(1, chunk_bytes / std::max<std::size_t>(1, row_bytes));
+  chunk[0] = std::max<hsize_t>(1, std::min<hsize_t>(extent[0], chunk_rows));
+  auto lock = h5_lock();
+  Hid space(COHORT_H5_CHECK(
+      H5Screate_simple(static_cast<int>(extent.size()), extent.data(), nullptr), where));
+  Hid plist(COHORT_H5_CHECK(H5Pcreate(H5P_DATASET_CREATE), where));
+  if (rows > 0) {
+    COHORT_H5_CHECK(H5Pset_chunk(plist.get(), static_cast<int>(chunk.size()), chunk.data()), where);
+  }
+  Hid type = memory_type(dtype);
+  return Hid(COHORT_H5_CHECK(H5Dcreate2(file, name.c_str(), type.get(), space.get(), H5P_DEFAULT,
+                                        plist.get(), H5P_DEFAULT),
+                             where));
+}
+
+namespace {
+
+// Selects rows [first, first+count) x everything in the remaining dimensions.
+void select_rows(hid_t space, const std::vector<Run>& runs, const std::vector<hsize_t>& extent,
+                 const std::string& where) {
+  if (runs.empty()) {
+    COHORT_H5_CHECK(H5Sselect_none(space), where);
+    return;
+  }
+  std::vector<hsize_t> start(extent.size(), 0), count = extent;
+  bool first = true;
+  for (const auto& run : runs) {
+    start[0] = static_cast<hsize_t>(run.first);
+    count[0] = static_cast<hsize_t>(run.count);
+    COHORT_H5_CHECK(H5Sselect_hyperslab(space, first ? H5S_SELECT_SET : H5S_SELECT_OR, start.data(),
+                                        nullptr, count.data(), nullptr),
+                    where);
+    first = false;
+  }
+}
+
+}  // namespace
+
+void read_runs(hid_t dataset, const std::vector<Run>& runs, DType dtype, void* out, hid_t dxpl,
+               const std::string& where) {
+  auto lock = h5_lock();
+  Hid file_space(COHORT_H5_CHECK(H5Dget_space(dataset), where));
+  const int rank = COHORT_H5_CHECK(H5Sget_simple_extent_ndims(file_space.get()), where);
+  std::vector<hsize_t> extent(static_cast<std::size_t>(rank));
+  COHORT_H5_CHECK(H5Sget_simple_extent_dims(file_space.get(), extent.data(), nullptr), where);
+  hsize_t rows = 0;
+  for (const auto& run : runs) {
+    COHORT_CHECK(run.first >= 0 && static_cast<hsize_t>(run.first + run.count) <= extent[0],
+                 IoError, where, ": rows [", run.first, ", ", run.first + run.count,
+                 ") outside the dataset's ", extent[0], " rows");
+    rows += static_cast<hsize_t>(run.count);
+  }
+  select_rows(file_space.get(), runs, extent, where);
+  std::vector<hsize_t> mem_extent = extent;
+  mem_extent[0] = std::max<hsize_t>(rows, 1);
+  Hid mem_space(COHORT_H5_CHECK(H5Screate_simple(rank, mem_extent.data(), nullptr), where));
+  if (rows == 0) COHORT_H5_CHECK(H5Sselect_none(mem_space.get()), where);
+  Hid type = memory_type(dtype);
+  COHORT_H5_CHECK(H5Dread(dataset, type.get(), mem_space.get(), file_space.get(), dxpl, out),
+                  where);
+}
+
+void write_rows(hid_t dataset, std::int64_t first, std::int64_t count, DType dtype,
+                const void* data, const std::string& where) {
+  if (count == 0) return;
+  auto lock = h5_lock();
+  Hid file_space(COHORT_H5_CHECK(H5Dget_space(dataset), where));
+  const int rank = COHORT_H5_CHECK(H5Sget_simple_extent_ndims(file_space.get()), where);
+  std::vector<hsize_t> extent(static_cast<std::size_t>(rank));
+  COHORT_H5_CHECK(H5Sget_simple_extent_dims(file_space.get(), extent.data(), nullptr), where);
+  select_rows(file_space.get(), {Run{first, count}}, extent, where);
+  extent[0] = static_cast<hsize_t>(count);
+  Hid mem_space(COHORT_H5_CHECK(H5Screate_simple(rank, extent.data(), nullptr), where));
+  Hid type = memory_type(dtype);
+  COHORT_H5_CHECK(
+      H5Dwrite(dataset, type.get(), mem_space.get(), file_space.get(), H5P_DEFAULT, data), where);
+}
+
+std::vector<Run> coalesce(const std::vector<std::int64_t>& sorted_rows) {
+  std::vector<Run> runs;
+  for (const auto row : sorted_rows) {
+    if (!runs.empty() && runs.back().first + runs.back().count == row) {
+      ++runs.back().count;
+    } else if (runs.empty() || runs.back().first + runs.back().count - 1 != row) {
+      runs.push_back(Run{row, 1});  // (a repeated row is read once)
+    }
+  }
+  return runs;
+}
+
+}  // namespace cohort::data::h5

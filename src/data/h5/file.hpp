@@ -1,0 +1,60 @@
+// Small typed helpers over the HDF5 C API, shaped for the dataset format: open and create files,
+// query datasets, read and write attributes, and read rows by coalesced runs. Each takes `where`,
+// a "file: dataset" phrase for error messages, and holds the HDF5 lock while it calls HDF5.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cohort/data/dataset.hpp"
+#include "data/h5/hid.hpp"
+
+namespace cohort::data::h5 {
+
+// A run of consecutive rows [first, first + count) along a dataset's first dimension.
+struct Run {
+  std::int64_t first = 0;
+  std::int64_t count = 0;
+};
+
+Hid open_file(const std::string& path, hid_t fapl = H5P_DEFAULT);
+Hid create_file(const std::string& path);
+bool has_dataset(hid_t file, const std::string& name);
+Hid open_dataset(hid_t file, const std::string& name, const std::string& where);
+
+std::vector<std::int64_t> dims(hid_t dataset, const std::string& where);
+std::vector<std::int64_t> chunk_dims(hid_t dataset, const std::string& where);
+// The stored element type mapped onto DType; throws IoError for anything else.
+DType stored_dtype(hid_t dataset, const std::string& where);
+// An in-memory type for DType (float16: IEEE half as h5py and numpy write it).
+Hid memory_type(DType dtype);
+
+// Creates a chunked dataset [rows, inner...] with chunks of about chunk_bytes.
+Hid create_dataset(hid_t file, const std::string& name, DType dtype, std::int64_t rows,
+                   const std::vector<std::int64_t>& inner, std::size_t chunk_bytes,
+                   const std::string& where);
+
+// Reads the union of the runs (sorted, disjoint) into out, in row order. With no runs it still
+// takes part (an empty selection), which collective MPI-IO transfers need.
+void read_runs(hid_t dataset, const std::vector<Run>& runs, DType dtype, void* out, hid_t dxpl,
+               const std::string& where);
+void write_rows(hid_t dataset, std::int64_t first, std::int64_t count, DType dtype,
+                const void* data, const std::string& where);
+
+std::optional<std::string> read_string_attribute(hid_t object, const std::string& name,
+                                                 const std::string& where);
+std::optional<std::vector<double>> read_number_attribute(hid_t object, const std::string& name,
+                                                         const std::string& where);
+void write_attribute(hid_t object, const std::string& name, const std::string& value,
+                     const std::string& where);
+void write_attribute(hid_t object, const std::string& name, const std::vector<double>& values,
+                     const std::string& where);
+void write_attribute(hid_t object, const std::string& name, std::int64_t value,
+                     const std::string& where);
+
+// Runs of consecutive values in a sorted index list.
+std::vector<Run> coalesce(const std::vector<std::int64_t>& sorted_rows);
+
+}  // namespace cohort::data::h5

@@ -1,0 +1,175 @@
+#include "cohort/data/loader.hpp"
+
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <exception>
+#include <mutex>
+#include <thread>
+#include <variant>
+
+#include "cohort/error.hpp"
+
+namespace cohort::data {
+namespace {
+
+struct EndOfEpoch {
+  std::int64_t epoch = 0;
+};
+using Item = std::variant<Batch, EndOfEpoch, std::exception_ptr>;
+
+}  // namespace
+
+struct DataLoader::Impl {
+  LoaderOptions options;
+  std::unique_ptr<BatchReader> reader;  // used by one thread at a time: the producer, or next()
+  std::unique_ptr<DistributedSampler> sampler;
+  std::int64_t batches = 0;
+  LoaderState position;  // what next() yields next
+  WaitStats wait;
+
+  // Producer side, guarded by mutex.
+  std::mutex mutex;
+  std::condition_variable changed;
+  std::deque<Item> queue;
+  bool stop = false;
+  std::thread producer;
+
+  // The indices of one batch (batch b of epoch e), computed from a cached epoch order.
+  struct Order {
+    std::int64_t epoch = -1;
+    std::vector<std::int64_t> indices;
+  };
+  std::vector<std::int64_t> batch_indices(Order& order, LoaderState at) const {
+    if (order.epoch != at.epoch) {
+      order.indices = sampler->indices(at.epoch);
+      order.epoch = at.epoch;
+    }
+    const std::int64_t begin = at.batch * options.batch_size;
+    const std::int64_t end =
+        std::min<std::int64_t>(begin + options.batch_size, sampler->num_samples());
+    return {order.indices.begin() + begin, order.indices.begin() + end};
+  }
+
+  Item produce(Order& order, LoaderState at) {
+    if (at.batch >= batches) return EndOfEpoch{at.epoch};
+    Batch batch = reader->read(batch_indices(order, at), at.epoch);
+    batch.index = at.batch;
+    return batch;
+  }
+
+  void run(LoaderState at) {
+    Order order;
+    for (;;) {
+      Item item;
+      try {
+        item = produce(order, at);
+      } catch (...) {
+        item = std::current_exception();  // handed to next(), which rethrows it
+      }
+      const bool failed = std::holds_alternative<std::exception_ptr>(item);
+      if (std::holds_alternative<EndOfEpoch>(item)) {
+        at = LoaderState{at.epoch + 1, 0};
+      } else {
+        ++at.batch;
+      }
+      std::unique_lock<std::mutex> lock(mutex);
+      changed.wait(
+          lock, [&] { return stop || queue.size() < static_cast<std::size_t>(options.prefetch); });
+      if (stop) return;
+      queue.push_back(std::move(item));
+      changed.notify_all();
+      if (failed) return;
+    }
+  }
+
+  void start() {
+    if (options.prefetch > 0 && !producer.joinable()) {
+      stop = false;
+      producer = std::thread([this, at = position] { run(at); });
+    }
+  }
+
+  void halt() noexcept {
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      stop = true;
+      queue.clear();
+    }
+    changed.notify_all();
+    if (producer.joinable()) producer.join();
+  }
+
+  Item take() {
+    if (options.prefetch == 0) {
+      Order order;
+      return produce(order, position);
+    }
+    start();
+    std::unique_lock<std::mutex> lock(mutex);
+    changed.wait(lock, [&] { return !queue.empty(); });
+    Item item = std::move(queue.front());
+    queue.pop_front();
+    changed.notify_all();
+    return item;
+  }
+};
+
+DataLoader::DataLoader(LoaderOptions options) : impl_(std::make_unique<Impl>()) {
+  auto& im = *impl_;
+  COHORT_CHECK(options.batch_size >= 1, ConfigError, "data: batch size must be >= 1, not ",
+               options.batch_size);
+  COHORT_CHECK(options.prefetch >= 0, ConfigError, "data: prefetch depth must be >= 0");
+  im.options = options;
+  im.reader = std::make_unique<BatchReader>(options.path, options.reader);
+  im.sampler = std::make_unique<DistributedSampler>(
+      SamplerOptions{im.reader->info().num_samples, options.rank, options.world, options.seed,
+                     options.shuffle, options.drop_last});
+  const std::int64_t per_rank = im.sampler->num_samples();
+  COHORT_CHECK(options.batch_size <= per_rank, ConfigError, options.path, ": batch size ",
+               options.batch_size, " is larger than this rank's shard of ", per_rank, " samples (",
+               im.reader->info().num_samples, " samples over ", options.world, " ranks)");
+  im.batches = options.drop_last_batch ? per_rank / options.batch_size
+                                       : (per_rank + options.batch_size - 1) / options.batch_size;
+}
+
+DataLoader::~DataLoader() { impl_->halt(); }
+
+const DatasetInfo& DataLoader::info() const { return impl_->reader->info(); }
+std::int64_t DataLoader::batches_per_epoch() const { return impl_->batches; }
+std::int64_t DataLoader::samples_per_rank() const { return impl_->sampler->num_samples(); }
+LoaderState DataLoader::state() const { return impl_->position; }
+const WaitStats& DataLoader::wait() const { return impl_->wait; }
+ReadStats DataLoader::read_stats() const { return impl_->reader->stats(); }
+
+std::optional<Batch> DataLoader::next() {
+  auto& im = *impl_;
+  const auto start = std::chrono::steady_clock::now();
+  Item item = im.take();
+  im.wait.last_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  im.wait.total_seconds += im.wait.last_seconds;
+  if (auto* error = std::get_if<std::exception_ptr>(&item)) {
+    im.halt();  // the producer has stopped; the next call starts afresh from position
+    std::rethrow_exception(*error);
+  }
+  if (std::holds_alternative<EndOfEpoch>(item)) {
+    im.position = LoaderState{im.position.epoch + 1, 0};
+    return std::nullopt;
+  }
+  ++im.wait.batches;
+  im.position.batch += 1;
+  return std::move(std::get<Batch>(item));
+}
+
+void DataLoader::restore(LoaderState state) {
+  auto& im = *impl_;
+  COHORT_CHECK(state.epoch >= 0 && state.batch >= 0 && state.batch <= im.batches, ConfigError,
+               "data: cannot resume at epoch ", state.epoch, " batch ", state.batch, " (",
+               im.batches, " batches per epoch)");
+  if (state == im.position) return;
+  im.halt();
+  im.position = state;
+}
+
+}  // namespace cohort::data

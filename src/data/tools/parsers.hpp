@@ -1,0 +1,40 @@
+// Readers for the source formats `cohort data import` takes: gzip-or-plain files, IDX (the MNIST
+// family), CSV of numbers, NumPy .npy. Each validates its input and throws IoError naming the file
+// and what is wrong (never reads past the end of a buffer).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "cohort/data/dataset.hpp"
+
+namespace cohort::data::parse {
+
+// The whole file, gunzipped when it is gzip (zlib reads plain files unchanged).
+std::string read_maybe_gz(const std::string& path);
+
+struct IdxArray {
+  std::vector<std::int64_t> dims;
+  std::string data;  // unsigned bytes, row-major
+};
+// IDX: magic 0x00 0x00 <type> <ndims>, big-endian int32 dims, then the data. Type 0x08 only.
+IdxArray parse_idx(const std::string& bytes, const std::string& path);
+
+struct CsvTable {
+  std::int64_t rows = 0, columns = 0;
+  std::vector<double> values;  // row-major
+  bool had_header = false;
+};
+// Numbers separated by commas; a first line that is not all numbers is a header.
+CsvTable parse_csv(const std::string& text, const std::string& path);
+
+struct NpyArray {
+  DType dtype = DType::kFloat32;
+  std::vector<std::int64_t> shape;
+  std::string data;  // little-endian, C order
+};
+// .npy versions 1-3, little-endian or byte-sized dtypes, C order.
+NpyArray parse_npy(const std::string& bytes, const std::string& path);
+
+}  // namespace cohort::data::parse

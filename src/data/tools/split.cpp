@@ -1,0 +1,94 @@
+// split: train/val files from one dataset, with a seeded permutation (torch.randperm's, so the
+// same split can be reproduced in Python).
+#include <ATen/core/Tensor.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "cohort/data/reader.hpp"
+#include "cohort/data/sampler.hpp"
+#include "cohort/data/tools.hpp"
+#include "cohort/data/writer.hpp"
+#include "cohort/error.hpp"
+#include "data/h5/file.hpp"
+
+namespace cohort::data {
+namespace {
+
+void copy_samples(BatchReader& reader, std::vector<std::int64_t> indices, const std::string& out,
+                  const std::string& split) {
+  std::sort(indices.begin(), indices.end());
+  WriterSpec spec = spec_like(reader.info(), static_cast<std::int64_t>(indices.size()));
+  spec.split = split;
+  DatasetWriter writer(out, spec);
+  const auto block = static_cast<std::size_t>(std::max<std::size_t>(
+      1, (8u << 20) / std::max<std::size_t>(1, reader.info().sample_bytes())));
+  for (std::size_t first = 0; first < indices.size(); first += block) {
+    const std::vector<std::int64_t> part(
+        indices.begin() + static_cast<std::ptrdiff_t>(first),
+        indices.begin() + static_cast<std::ptrdiff_t>(std::min(first + block, indices.size())));
+    const Batch batch = reader.read(part);
+    writer.write_samples(static_cast<std::int64_t>(first), static_cast<std::int64_t>(part.size()),
+                         batch.inputs.data_ptr(), batch.targets.data_ptr());
+  }
+  writer.commit();
+}
+
+void copy_tokens(const DatasetInfo& info, std::int64_t first, std::int64_t count,
+                 const std::string& out, const std::string& split) {
+  h5::Hid file = h5::open_file(info.shards.front().path);
+  h5::Hid tokens = h5::open_dataset(file.get(), "/tokens", info.path);
+  std::vector<std::int32_t> values(static_cast<std::size_t>(count));
+  h5::read_runs(tokens.get(), {h5::Run{first, count}}, DType::kInt32, values.data(), H5P_DEFAULT,
+                info.path + ": dataset '/tokens'");
+  WriterSpec spec = spec_like(info, 0);
+  spec.num_tokens = count;
+  spec.split = split;
+  DatasetWriter writer(out, spec);
+  if (spec.token_dtype == DType::kUInt16) {
+    std::vector<std::uint16_t> narrow(values.begin(), values.end());
+    writer.write_tokens(0, count, narrow.data());
+  } else {
+    writer.write_tokens(0, count, values.data());
+  }
+  writer.commit();
+}
+
+}  // namespace
+
+SplitResult split_dataset(const std::string& in, const std::string& train_out,
+                          const std::string& val_out, double val_fraction, std::uint64_t seed) {
+  COHORT_CHECK(val_fraction > 0 && val_fraction < 1, UsageError,
+               "split: --val-fraction must be in (0, 1), not ", val_fraction);
+  ReaderOptions options;
+  options.raw = true;
+  options.pin_memory = false;
+  BatchReader reader(in, options);
+  const auto& info = reader.info();
+  SplitResult result;
+  if (info.kind == DatasetKind::kTokens) {
+    COHORT_CHECK(info.shards.size() == 1, UsageError, "split: ", in,
+                 ": token datasets are split as one file");
+    const std::int64_t total = info.shards.front().tokens;
+    const auto val =
+        static_cast<std::int64_t>(std::llround(val_fraction * static_cast<double>(total)));
+    COHORT_CHECK(val > info.seq_len && total - val > info.seq_len, UsageError, "split: ", in,
+                 ": too few tokens for both parts to hold a sequence");
+    copy_tokens(info, 0, total - val, train_out, "train");
+    copy_tokens(info, total - val, val, val_out, "val");
+    return SplitResult{(total - val - 1) / info.seq_len, (val - 1) / info.seq_len};
+  }
+  const std::int64_t n = info.num_samples;
+  const auto val = static_cast<std::int64_t>(std::llround(val_fraction * static_cast<double>(n)));
+  COHORT_CHECK(val >= 1 && val < n, UsageError, "split: ", in, ": ", n,
+               " samples cannot be split with fraction ", val_fraction);
+  // torch.randperm(n, generator=torch.Generator().manual_seed(seed))
+  const auto order = DistributedSampler(SamplerOptions{n, 0, 1, seed, true, false}).indices(0);
+  copy_samples(reader, {order.begin(), order.end() - val}, train_out, "train");
+  copy_samples(reader, {order.end() - val, order.end()}, val_out, "val");
+  result.train = n - val;
+  result.val = val;
+  return result;
+}
+
+}  // namespace cohort::data

@@ -1,0 +1,167 @@
+// stage: copy a dataset to node-local storage on every node of the allocation and verify it.
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "cohort/data/checksum.hpp"
+#include "cohort/data/tools.hpp"
+#include "cohort/error.hpp"
+
+extern char** environ;
+
+namespace cohort::data {
+namespace fs = std::filesystem;
+namespace {
+
+struct Fd {
+  int fd = -1;
+  ~Fd() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+// Runs argv (PATH lookup), passing stderr through; returns its stdout. Throws IoError when it
+// cannot start or exits non-zero, naming the command.
+std::string run_process(const std::vector<std::string>& argv) {
+  int pipe_fds[2];
+  COHORT_CHECK(::pipe2(pipe_fds, O_CLOEXEC) == 0, IoError, "pipe: ", std::strerror(errno));
+  Fd read_end{pipe_fds[0]}, write_end{pipe_fds[1]};
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, write_end.fd, STDOUT_FILENO);
+  std::vector<char*> c_argv;
+  for (const auto& arg : argv) c_argv.push_back(const_cast<char*>(arg.c_str()));
+  c_argv.push_back(nullptr);
+  pid_t pid = 0;
+  const int rc = posix_spawnp(&pid, c_argv[0], &actions, nullptr, c_argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  COHORT_CHECK(rc == 0, IoError, "stage: cannot run ", argv[0], ": ", std::strerror(rc));
+  ::close(write_end.fd);
+  write_end.fd = -1;
+  std::string out;
+  char buffer[4096];
+  for (;;) {
+    const ssize_t got = ::read(read_end.fd, buffer, sizeof buffer);
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) break;
+    out.append(buffer, static_cast<std::size_t>(got));
+  }
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  std::string command;
+  for (const auto& arg : argv) command += (command.empty() ? "" : " ") + arg;
+  COHORT_CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, IoError, "stage: '", command,
+               "' failed (status ", WIFEXITED(status) ? WEXITSTATUS(status) : -1, ")");
+  return out;
+}
+
+void copy_file(const std::string& from, const std::string& to) {
+  const std::string temp = to + ".tmp-" + std::to_string(::getpid());
+  std::error_code error;
+  fs::copy_file(from, temp, fs::copy_options::overwrite_existing, error);
+  COHORT_CHECK(!error, IoError, "stage: cannot copy ", from, " to ", temp, ": ", error.message());
+  fs::rename(temp, to, error);
+  COHORT_CHECK(!error, IoError, "stage: cannot rename ", temp, ": ", error.message());
+}
+
+std::vector<std::string> srun_per_node(const std::vector<std::string>& command) {
+  std::vector<std::string> argv{"srun", "--ntasks-per-node=1", "--kill-on-bad-exit=1"};
+  if (const char* nodes = std::getenv("SLURM_JOB_NUM_NODES")) {
+    argv.push_back(std::string("--nodes=") + nodes);
+    argv.push_back(std::string("--ntasks=") + nodes);
+  }
+  argv.insert(argv.end(), command.begin(), command.end());
+  return argv;
+}
+
+// Lines "node<TAB>bytes<TAB>checksum<TAB>path" from `cohort data checksum`, checked against the
+// source files; returns the nodes seen.
+std::vector<std::string> verify(const std::string& report, const std::vector<StagedFile>& files) {
+  std::map<std::string, const StagedFile*> expected;
+  for (const auto& f : files) expected[f.destination] = &f;
+  std::map<std::string, std::size_t> seen_per_node;
+  std::istringstream lines(report);
+  std::string node, sum, path;
+  std::int64_t bytes = 0;
+  while (lines >> node >> bytes >> sum >> path) {
+    const auto it = expected.find(path);
+    COHORT_CHECK(it != expected.end(), IoError, "stage: unexpected file in report: ", path);
+    COHORT_CHECK(bytes == it->second->bytes && sum == it->second->checksum, IoError,
+                 "stage: ", path, " on node ", node, " has ", bytes, " bytes ", sum, ", expected ",
+                 it->second->bytes, " bytes ", it->second->checksum);
+    ++seen_per_node[node];
+  }
+  std::vector<std::string> nodes;
+  for (const auto& [name, count] : seen_per_node) {
+    COHORT_CHECK(count >= files.size(), IoError, "stage: node ", name, " verified ", count, " of ",
+                 files.size(), " files");
+    nodes.push_back(name);
+  }
+  COHORT_CHECK(!nodes.empty(), IoError, "stage: no node reported the staged files");
+  return nodes;
+}
+
+}  // namespace
+
+StageResult stage(const std::string& source, const std::string& dest_dir,
+                  const std::string& cohort_exe) {
+  const auto start = std::chrono::steady_clock::now();
+  const auto sources = shard_paths(source);
+  const bool directory = fs::is_directory(source);
+  StageResult result;
+  const std::string name = fs::path(source).lexically_normal().filename().string();
+  result.destination =
+      dest_dir + "/" + (name.empty() ? fs::path(source).parent_path().filename().string() : name);
+  const std::string target_dir = directory ? result.destination : dest_dir;
+  for (const auto& file : sources) {
+    StagedFile staged;
+    staged.source = file;
+    staged.destination = target_dir + "/" + fs::path(file).filename().string();
+    staged.bytes = static_cast<std::int64_t>(fs::file_size(file));
+    staged.checksum = file_checksum(file);
+    result.files.push_back(staged);
+  }
+  std::vector<std::string> check{cohort_exe, "data", "checksum"};
+  for (const auto& f : result.files) check.push_back(f.destination);
+  if (std::getenv("SLURM_JOB_ID") != nullptr) {
+    result.method = "sbcast";
+    run_process(srun_per_node({"mkdir", "-p", target_dir}));
+    for (const auto& f : result.files) run_process({"sbcast", "--force", f.source, f.destination});
+    result.nodes = verify(run_process(srun_per_node(check)), result.files);
+  } else {
+    result.method = "copy";
+    fs::create_directories(target_dir);
+    for (const auto& f : result.files) copy_file(f.source, f.destination);
+    result.nodes = verify(run_process(check), result.files);
+  }
+  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return result;
+}
+
+nlohmann::json to_json(const StageResult& result) {
+  nlohmann::json files = nlohmann::json::array();
+  for (const auto& f : result.files) {
+    files.push_back({{"source", f.source},
+                     {"destination", f.destination},
+                     {"bytes", f.bytes},
+                     {"checksum", f.checksum}});
+  }
+  return {{"method", result.method},
+          {"destination", result.destination},
+          {"files", files},
+          {"nodes", result.nodes},
+          {"seconds", result.seconds}};
+}
+
+}  // namespace cohort::data
