@@ -1,4 +1,6 @@
 # Helpers that register tests with CTest: labels, and a TIMEOUT on every test as its hang watchdog.
+# A test skips with exit code 79 (not automake's 77, which is cohort's "peer lost" code and would
+# hide a real failure as a skip).
 
 set(COHORT_TEST_TIMEOUT 120 CACHE STRING "Default per-test timeout (s): the hang watchdog")
 
@@ -19,7 +21,7 @@ function(cohort_test)
   endif()
   add_test(NAME ${T_NAME} COMMAND ${T_COMMAND})
   set_tests_properties(${T_NAME} PROPERTIES LABELS "${T_LABELS}" TIMEOUT ${T_TIMEOUT}
-                                            SKIP_RETURN_CODE 77)
+                                            SKIP_RETURN_CODE 79)
   if(T_FIXTURES)
     set_tests_properties(${T_NAME} PROPERTIES FIXTURES_REQUIRED "${T_FIXTURES}")
   endif()

@@ -2,7 +2,7 @@
 set -euo pipefail
 if [ -f "$COHORT_SLURM_DIR/unavailable" ]; then
   echo "SKIP: $(cat "$COHORT_SLURM_DIR/unavailable")"
-  exit 77
+  exit 79
 fi
 export SLURM_CONF=$COHORT_SLURM_DIR/slurm.conf
 [ -f "$SLURM_CONF" ] || { echo "no Slurm cluster in $COHORT_SLURM_DIR (fixture not started?)" >&2; exit 1; }

@@ -1,0 +1,95 @@
+// data_probe: prints what the data module computes, as JSON, for tests that compare it with
+// PyTorch and h5py (tests/data/*.py).
+//   data_probe sampler < lines "SIZE WORLD SEED EPOCH SHUFFLE(0|1) DROP_LAST(0|1)"
+//       -> one line per case: {"num_samples": n, "ranks": [[...], ...]}
+//   data_probe read PATH RANK WORLD SEED BATCH EPOCHS PREFETCH [raw]
+//       -> {"batches": [{"epoch", "index", "indices", "inputs", "targets"}, ...]}
+#include <cstdlib>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "cohort/data/loader.hpp"
+#include "cohort/data/sampler.hpp"
+#include "cohort/error.hpp"
+
+namespace {
+
+nlohmann::json flat(const at::Tensor& tensor) {
+  const at::Tensor t = tensor.to(at::kDouble).contiguous();
+  const double* v = t.data_ptr<double>();
+  return std::vector<double>(v, v + t.numel());
+}
+
+void sampler_case(cohort::data::SamplerOptions o, std::int64_t epoch);
+
+int sampler() {
+  cohort::data::SamplerOptions o;
+  std::int64_t epoch = 0;
+  int shuffle = 0, drop_last = 0;
+  while (std::cin >> o.size >> o.world >> o.seed >> epoch >> shuffle >> drop_last) {
+    o.shuffle = shuffle != 0;
+    o.drop_last = drop_last != 0;
+    sampler_case(o, epoch);
+  }
+  return 0;
+}
+
+void sampler_case(cohort::data::SamplerOptions o, std::int64_t epoch) {
+  nlohmann::json ranks = nlohmann::json::array();
+  std::int64_t num_samples = 0;
+  for (int r = 0; r < o.world; ++r) {
+    o.rank = r;
+    cohort::data::DistributedSampler s(o);
+    num_samples = s.num_samples();
+    ranks.push_back(s.indices(epoch));
+  }
+  std::cout << nlohmann::json{{"num_samples", num_samples}, {"ranks", ranks}}.dump() << "\n";
+}
+
+int read(int argc, char** argv) {
+  cohort::data::LoaderOptions o;
+  o.path = argv[0];
+  o.rank = std::atoi(argv[1]);
+  o.world = std::atoi(argv[2]);
+  o.seed = std::strtoull(argv[3], nullptr, 10);
+  o.batch_size = std::atoll(argv[4]);
+  const int epochs = std::atoi(argv[5]);
+  o.prefetch = std::atoi(argv[6]);
+  o.reader.raw = argc > 7 && std::string(argv[7]) == "raw";
+  o.reader.seed = o.seed;
+  cohort::data::DataLoader loader(o);
+  cohort::data::DistributedSampler sampler(
+      {loader.info().num_samples, o.rank, o.world, o.seed, true, false});
+  nlohmann::json batches = nlohmann::json::array();
+  for (int e = 0; e < epochs; ++e) {
+    const auto order = sampler.indices(e);
+    while (auto batch = loader.next()) {
+      const auto begin = order.begin() + batch->index * o.batch_size;
+      batches.push_back({{"epoch", batch->epoch},
+                         {"index", batch->index},
+                         {"indices", std::vector<std::int64_t>(begin, begin + o.batch_size)},
+                         {"shape", batch->inputs.sizes().vec()},
+                         {"inputs", flat(batch->inputs)},
+                         {"targets", flat(batch->targets)}});
+    }
+  }
+  std::cout << nlohmann::json{{"batches", batches}}.dump() << "\n";
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    const std::string what = argc > 1 ? argv[1] : "";
+    if (what == "sampler") return sampler();
+    if (what == "read" && argc >= 9) return read(argc - 2, argv + 2);
+    std::cerr << "usage: data_probe sampler < cases\n"
+                 "       data_probe read PATH RANK WORLD SEED BATCH EPOCHS PREFETCH [raw]\n";
+    return 2;
+  } catch (const cohort::Error& error) {
+    std::cerr << "data_probe: " << error.what() << "\n";
+    return static_cast<int>(error.exit_code());
+  }
+}
