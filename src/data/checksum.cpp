@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <memory>
 #include <vector>
 
@@ -49,6 +50,19 @@ std::string file_checksum(const std::string& path) {
     XXH3_64bits_update(state.get(), buffer.data(), static_cast<std::size_t>(got));
   }
   return format_checksum(XXH3_64bits_digest(state.get()));
+}
+
+std::int64_t file_bytes(const std::string& path) {
+  std::error_code error;
+  const auto bytes = std::filesystem::file_size(path, error);
+  COHORT_CHECK(!error, IoError, path, ": ", error.message());
+  return static_cast<std::int64_t>(bytes);
+}
+
+void make_directories(const std::string& path) {
+  std::error_code error;
+  std::filesystem::create_directories(path, error);
+  COHORT_CHECK(!error, IoError, path, ": cannot create directory: ", error.message());
 }
 
 }  // namespace cohort::data

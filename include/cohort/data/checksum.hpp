@@ -11,4 +11,10 @@ namespace cohort::data {
 std::string file_checksum(const std::string& path);
 std::string format_checksum(std::uint64_t hash);
 
+// Size in bytes; throws IoError naming the file when it cannot be read.
+std::int64_t file_bytes(const std::string& path);
+
+// mkdir -p; throws IoError naming the directory.
+void make_directories(const std::string& path);
+
 }  // namespace cohort::data

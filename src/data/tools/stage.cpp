@@ -128,7 +128,7 @@ StageResult stage(const std::string& source, const std::string& dest_dir,
     StagedFile staged;
     staged.source = file;
     staged.destination = target_dir + "/" + fs::path(file).filename().string();
-    staged.bytes = static_cast<std::int64_t>(fs::file_size(file));
+    staged.bytes = file_bytes(file);
     staged.checksum = file_checksum(file);
     result.files.push_back(staged);
   }
@@ -141,7 +141,7 @@ StageResult stage(const std::string& source, const std::string& dest_dir,
     result.nodes = verify(run_process(srun_per_node(check)), result.files);
   } else {
     result.method = "copy";
-    fs::create_directories(target_dir);
+    make_directories(target_dir);
     for (const auto& f : result.files) copy_file(f.source, f.destination);
     result.nodes = verify(run_process(check), result.files);
   }

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <random>
 
+#include "cohort/data/checksum.hpp"
 #include "cohort/data/tools.hpp"
 #include "cohort/data/writer.hpp"
 #include "cohort/error.hpp"
@@ -26,7 +27,7 @@ template <typename WriteBlock>
 void write_sharded(const std::string& out, const SyntheticOptions& options, WriterSpec spec,
                    std::int64_t total, WriteBlock write_block) {
   const int shards = std::max(1, options.shards);
-  if (shards > 1) std::filesystem::create_directories(out);
+  if (shards > 1) make_directories(out);
   for (int s = 0; s < shards; ++s) {
     const std::int64_t begin = total * s / shards, end = total * (s + 1) / shards;
     spec.num_samples = end - begin;
