@@ -8,6 +8,7 @@
 #include "cohort/comm/allocator.hpp"
 #include "cohort/comm/bench.hpp"
 #include "cohort/comm/factory.hpp"
+#include "cohort/data/bench_io.hpp"
 #include "cohort/error.hpp"
 #include "cohort/train/bench_ddp.hpp"
 #include "command.hpp"
@@ -133,6 +134,68 @@ int bench_ddp(const std::vector<std::string>& args, int* argc, char*** argv) {
   return 0;
 }
 
+int bench_io(const std::vector<std::string>& args) {
+  data::IoBenchOptions o;
+  po::options_description desc("cohort bench io options");
+  desc.add_options()("help,h", "show this help")("json", "print JSON")(
+      "dataset", po::value(&o.dataset), "dataset to read (default: a synthetic image set)")(
+      "workdir", po::value(&o.workdir)->default_value(o.workdir), "where the synthetic set goes")(
+      "samples", po::value(&o.synthetic_samples)->default_value(o.synthetic_samples),
+      "synthetic set size")("channels", po::value(&o.channels)->default_value(o.channels),
+                            "synthetic image channels")(
+      "image-size", po::value(&o.image_size)->default_value(o.image_size), "synthetic image side")(
+      "batch", po::value(&o.batch)->default_value(o.batch), "batch size")(
+      "rounds", po::value(&o.rounds)->default_value(o.rounds), "interleaved rounds (median)")(
+      "prefetch", po::value(&o.prefetch)->default_value(o.prefetch), "prefetch depth")(
+      "steps", po::value(&o.wait_steps)->default_value(o.wait_steps), "steps of the wait test")(
+      "compute-factor", po::value(&o.compute_factor)->default_value(o.compute_factor),
+      "model step cost in synchronous batch reads");
+  po::variables_map vm;
+  po::store(po::command_line_parser(args).options(desc).run(), vm);
+  po::notify(vm);
+  if (vm.count("help")) {
+    std::cout << "usage: cohort bench io [options]\n" << desc;
+    return 0;
+  }
+  const auto r = data::bench_io(o);
+  if (vm.count("json")) {
+    json out = {{"dataset", r.dataset},  {"samples", r.samples},       {"file_bytes", r.file_bytes},
+                {"batch", o.batch},      {"compute_ms", r.compute_ms}, {"cache", r.cache_note},
+                {"rows", json::array()}, {"wait", json::array()}};
+    for (const auto& row : r.rows) {
+      out["rows"].push_back({{"name", row.name},
+                             {"seconds", row.seconds},
+                             {"mib_per_s", row.mb_per_s},
+                             {"samples_per_s", row.samples_per_s},
+                             {"ratio_vs_raw", row.ratio_vs_raw}});
+    }
+    for (const auto& w : r.waits) {
+      out["wait"].push_back({{"prefetch", w.prefetch},
+                             {"step_ms", w.step_ms},
+                             {"wait_ms", w.wait_ms},
+                             {"wait_share", w.wait_share}});
+    }
+    std::cout << out.dump(2) << "\n";
+    return 0;
+  }
+  std::printf("data path vs raw read, %lld samples, %.1f MiB, batch %lld, median of %d rounds\n",
+              static_cast<long long>(r.samples), r.file_bytes / 1048576.0,
+              static_cast<long long>(o.batch), o.rounds);
+  std::printf("  %-44s %9s %10s %12s %8s\n", "variant", "seconds", "MiB/s", "samples/s", "vs raw");
+  for (const auto& row : r.rows) {
+    std::printf("  %-44s %9.3f %10.1f %12.0f %8.3f\n", row.name.c_str(), row.seconds, row.mb_per_s,
+                row.samples_per_s, row.ratio_vs_raw);
+  }
+  std::printf("data wait in a training step (model step %.2f ms, shuffled batches):\n",
+              r.compute_ms);
+  for (const auto& w : r.waits) {
+    std::printf("  prefetch %d: step %.2f ms, waiting %.2f ms = %.1f%% of the step\n", w.prefetch,
+                w.step_ms, w.wait_ms, 100 * w.wait_share);
+  }
+  std::printf("note: %s\n", r.cache_note.c_str());
+  return 0;
+}
+
 }  // namespace
 
 int run_bench(const std::vector<std::string>& args, int* argc, char*** argv) {
@@ -140,7 +203,8 @@ int run_bench(const std::vector<std::string>& args, int* argc, char*** argv) {
   const std::vector<std::string> rest(args.begin() + (args.empty() ? 0 : 1), args.end());
   if (what == "allreduce") return bench_allreduce(rest, argc, argv);
   if (what == "ddp") return bench_ddp(rest, argc, argv);
-  COHORT_THROW(UsageError, "cohort bench: unknown benchmark '", what, "' (allreduce, ddp)");
+  if (what == "io") return bench_io(rest);
+  COHORT_THROW(UsageError, "cohort bench: unknown benchmark '", what, "' (allreduce, ddp, io)");
 }
 
 }  // namespace cohort::cli

@@ -191,8 +191,8 @@ int checksum(const std::vector<std::string>& args) {
     node = host;
   }
   for (const auto& file : files) {
-    std::cout << node << "\t" << data::file_bytes(file) << "\t"
-              << data::file_checksum(file) << "\t" << file << "\n";
+    std::cout << node << "\t" << data::file_bytes(file) << "\t" << data::file_checksum(file) << "\t"
+              << file << "\n";
   }
   return 0;
 }

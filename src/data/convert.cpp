@@ -32,39 +32,43 @@ std::vector<std::int64_t> batch_shape(std::int64_t batch, const std::vector<std:
   return shape;
 }
 
-void to_float(const unsigned char* in, DType dtype, std::int64_t numel, float* out) {
-  switch (dtype) {
-    case DType::kUInt8:
-      for (std::int64_t e = 0; e < numel; ++e) out[e] = static_cast<float>(in[e]);
-      break;
-    case DType::kFloat16: {
-      const auto* half = reinterpret_cast<const c10::Half*>(in);
-      for (std::int64_t e = 0; e < numel; ++e) out[e] = static_cast<float>(half[e]);
-      break;
-    }
-    default:
-      std::memcpy(out, in, static_cast<std::size_t>(numel) * sizeof(float));
-  }
+// Per channel (the sample's first dimension) out = in * scale + shift: one pass that converts and
+// normalizes. (x - mean[c]) / std[c] with the dataset's statistics (one value or one per channel);
+// without them uint8 is scaled to [0, 1] and the rest passes unchanged, or everything does when
+// normalization is off.
+template <typename In>
+void scale_shift(const In* in, std::int64_t count, float scale, float shift, float* out) {
+  for (std::int64_t e = 0; e < count; ++e) out[e] = static_cast<float>(in[e]) * scale + shift;
 }
 
-// (x - mean[c]) / std[c], with one value or one per channel (the sample's first dimension).
-void normalize(const DatasetInfo& info, std::int64_t numel, float* sample) {
-  if (info.mean.empty() && info.stddev.empty()) {
-    if (info.input_dtype == DType::kUInt8) {
-      for (std::int64_t e = 0; e < numel; ++e) sample[e] *= 1.0f / 255.0f;
-    }
-    return;
-  }
+void convert_sample(const unsigned char* in, const DatasetInfo& info, bool normalize, float* out) {
+  const std::int64_t numel = info.sample_numel();
+  const bool stats = normalize && (!info.mean.empty() || !info.stddev.empty());
+  const std::size_t channels = stats ? std::max(info.mean.size(), info.stddev.size()) : 1;
+  const std::int64_t per_channel = numel / static_cast<std::int64_t>(channels);
   const auto pick = [](const std::vector<double>& v, std::size_t c, double fallback) {
     return v.empty() ? fallback : v.size() == 1 ? v[0] : v[c];
   };
-  const std::size_t channels = std::max(info.mean.size(), info.stddev.size());
-  const std::int64_t per_channel = numel / static_cast<std::int64_t>(channels);
   for (std::size_t c = 0; c < channels; ++c) {
-    const auto mean = static_cast<float>(pick(info.mean, c, 0.0));
-    const auto inv = static_cast<float>(1.0 / pick(info.stddev, c, 1.0));
-    float* x = sample + static_cast<std::int64_t>(c) * per_channel;
-    for (std::int64_t e = 0; e < per_channel; ++e) x[e] = (x[e] - mean) * inv;
+    float scale = 1.0f, shift = 0.0f;
+    if (stats) {
+      scale = static_cast<float>(1.0 / pick(info.stddev, c, 1.0));
+      shift = static_cast<float>(-pick(info.mean, c, 0.0)) * scale;
+    } else if (normalize && info.input_dtype == DType::kUInt8) {
+      scale = 1.0f / 255.0f;
+    }
+    const std::int64_t at = static_cast<std::int64_t>(c) * per_channel;
+    float* dst = out + at;
+    switch (info.input_dtype) {
+      case DType::kUInt8:
+        scale_shift(in + at, per_channel, scale, shift, dst);
+        break;
+      case DType::kFloat16:
+        scale_shift(reinterpret_cast<const c10::Half*>(in) + at, per_channel, scale, shift, dst);
+        break;
+      default:
+        scale_shift(reinterpret_cast<const float*>(in) + at, per_channel, scale, shift, dst);
+    }
   }
 }
 
@@ -73,21 +77,20 @@ std::size_t row_of(const ShardRead& read, std::int64_t row) {
                                   read.rows.begin());
 }
 
-Batch assemble_tokens(const DatasetInfo& info, const ReaderOptions& options,
+Batch assemble_tokens(const DatasetInfo& info, const ReaderOptions& options, BufferPool& pool,
                       const std::vector<ShardRead>& reads,
                       const std::vector<std::pair<std::size_t, std::int64_t>>& where) {
   const auto batch = static_cast<std::int64_t>(where.size());
   const std::int64_t length = info.seq_len;
   Batch out;
-  out.inputs = at::empty({batch, length}, host_options(at::kLong, options));
-  out.targets = at::empty({batch, length}, host_options(at::kLong, options));
+  out.inputs = pool.empty({batch, length}, host_options(at::kLong, options));
+  out.targets = pool.empty({batch, length}, host_options(at::kLong, options));
   auto* inputs = out.inputs.data_ptr<std::int64_t>();
   auto* targets = out.targets.data_ptr<std::int64_t>();
   for (std::int64_t i = 0; i < batch; ++i) {
     const auto& read = reads[where[static_cast<std::size_t>(i)].first];
     const auto k = row_of(read, where[static_cast<std::size_t>(i)].second);
-    const auto* tokens =
-        reinterpret_cast<const std::int64_t*>(read.inputs.data()) + read.token_offsets[k];
+    const auto* tokens = read.inputs.data_ptr<std::int64_t>() + read.token_offsets[k];
     std::memcpy(inputs + i * length, tokens, static_cast<std::size_t>(length) * 8);
     std::memcpy(targets + i * length, tokens + 1, static_cast<std::size_t>(length) * 8);
   }
@@ -109,7 +112,11 @@ at::ScalarType scalar_type(DType dtype) {
   }
 }
 
-Batch assemble_raw(const DatasetInfo& info, const ReaderOptions& options,
+const unsigned char* bytes(const at::Tensor& tensor) {
+  return static_cast<const unsigned char*>(tensor.data_ptr());
+}
+
+Batch assemble_raw(const DatasetInfo& info, const ReaderOptions& options, BufferPool& pool,
                    const std::vector<ShardRead>& reads,
                    const std::vector<std::pair<std::size_t, std::int64_t>>& where,
                    std::int64_t epoch) {
@@ -117,24 +124,38 @@ Batch assemble_raw(const DatasetInfo& info, const ReaderOptions& options,
   std::size_t target_row = dtype_size(info.target_dtype);
   for (auto d : info.target_shape) target_row *= static_cast<std::size_t>(d);
   const std::size_t input_row = info.sample_bytes();
-  Batch out;
+  Batch out = allocate_stored(info, options, batch, pool);
   out.epoch = epoch;
-  out.inputs = at::empty(batch_shape(batch, info.sample_shape),
-                         host_options(scalar_type(info.input_dtype), options));
-  out.targets = at::empty(batch_shape(batch, info.target_shape),
-                          host_options(scalar_type(info.target_dtype), options));
   auto* inputs = static_cast<unsigned char*>(out.inputs.data_ptr());
   auto* targets = static_cast<unsigned char*>(out.targets.data_ptr());
   for (std::size_t i = 0; i < where.size(); ++i) {
     const auto& read = reads[where[i].first];
     const auto k = row_of(read, where[i].second);
-    std::memcpy(inputs + i * input_row, read.inputs.data() + k * input_row, input_row);
-    std::memcpy(targets + i * target_row, read.targets.data() + k * target_row, target_row);
+    std::memcpy(inputs + i * input_row, bytes(read.inputs) + k * input_row, input_row);
+    std::memcpy(targets + i * target_row, bytes(read.targets) + k * target_row, target_row);
   }
   return out;
 }
 
 }  // namespace
+
+bool direct_eligible(const DatasetInfo& info, const ReaderOptions& options) {
+  if (info.kind != DatasetKind::kSamples) return false;
+  if (options.raw) return true;
+  const bool augmenting = options.augment.crop_padding > 0 || options.augment.horizontal_flip;
+  const bool normalizing = options.normalize && (!info.mean.empty() || !info.stddev.empty());
+  return info.input_dtype == DType::kFloat32 && !normalizing && !augmenting;
+}
+
+Batch allocate_stored(const DatasetInfo& info, const ReaderOptions& options, std::int64_t batch,
+                      BufferPool& pool) {
+  Batch out;
+  out.inputs = pool.empty(batch_shape(batch, info.sample_shape),
+                          host_options(scalar_type(info.input_dtype), options));
+  out.targets = pool.empty(batch_shape(batch, info.target_shape),
+                           host_options(scalar_type(info.target_dtype), options));
+  return out;
+}
 
 void augment_image(float* sample, std::int64_t channels, std::int64_t height, std::int64_t width,
                    const Augmentation& augment, std::uint64_t seed, std::int64_t epoch,
@@ -162,12 +183,12 @@ void augment_image(float* sample, std::int64_t channels, std::int64_t height, st
   }
 }
 
-Batch assemble(const DatasetInfo& info, const ReaderOptions& options,
+Batch assemble(const DatasetInfo& info, const ReaderOptions& options, BufferPool& pool,
                const std::vector<ShardRead>& reads,
                const std::vector<std::pair<std::size_t, std::int64_t>>& where, std::int64_t epoch,
                const std::vector<std::int64_t>& indices) {
   if (info.kind == DatasetKind::kTokens) {
-    Batch out = assemble_tokens(info, options, reads, where);
+    Batch out = assemble_tokens(info, options, pool, reads, where);
     out.epoch = epoch;
     return out;
   }
@@ -176,16 +197,16 @@ Batch assemble(const DatasetInfo& info, const ReaderOptions& options,
   COHORT_CHECK(!augmenting || shape.size() == 2 || shape.size() == 3, UsageError, info.path,
                ": crop/flip augmentation needs image samples [C, H, W] or [H, W]");
   const auto batch = static_cast<std::int64_t>(where.size());
-  if (options.raw) return assemble_raw(info, options, reads, where, epoch);
+  if (options.raw) return assemble_raw(info, options, pool, reads, where, epoch);
   const std::int64_t numel = info.sample_numel();
   std::size_t target_row = dtype_size(info.target_dtype);
   for (auto d : info.target_shape) target_row *= static_cast<std::size_t>(d);
   Batch out;
   out.epoch = epoch;
-  out.inputs = at::empty(batch_shape(batch, shape), host_options(at::kFloat, options));
-  out.targets =
-      at::empty(batch_shape(batch, info.target_shape),
-                host_options(info.target_dtype == DType::kInt64 ? at::kLong : at::kFloat, options));
+  out.inputs = pool.empty(batch_shape(batch, shape), host_options(at::kFloat, options));
+  out.targets = pool.empty(
+      batch_shape(batch, info.target_shape),
+      host_options(info.target_dtype == DType::kInt64 ? at::kLong : at::kFloat, options));
   auto* inputs = out.inputs.data_ptr<float>();
   auto* targets = static_cast<unsigned char*>(out.targets.data_ptr());
   std::vector<float> scratch;
@@ -193,10 +214,9 @@ Batch assemble(const DatasetInfo& info, const ReaderOptions& options,
     const auto& read = reads[where[static_cast<std::size_t>(i)].first];
     const auto k = row_of(read, where[static_cast<std::size_t>(i)].second);
     float* sample = inputs + i * numel;
-    to_float(read.inputs.data() + k * info.sample_bytes(), info.input_dtype, numel, sample);
+    convert_sample(bytes(read.inputs) + k * info.sample_bytes(), info, options.normalize, sample);
     std::memcpy(targets + static_cast<std::size_t>(i) * target_row,
-                read.targets.data() + k * target_row, target_row);
-    if (options.normalize) normalize(info, numel, sample);
+                bytes(read.targets) + k * target_row, target_row);
     if (augmenting) {
       const bool planar = shape.size() == 3;
       augment_image(sample, planar ? shape[0] : 1, shape[planar ? 1 : 0], shape[planar ? 2 : 1],

@@ -33,6 +33,9 @@ struct DataLoader::Impl {
   std::condition_variable changed;
   std::deque<Item> queue;
   bool stop = false;
+  bool collective = false;         // MPI-IO: reads must match across ranks
+  std::int64_t consumed = 0;       // items taken since the producer started
+  std::int64_t drain_target = -1;  // collective halt: read up to this many items, then stop
   std::thread producer;
 
   // The indices of one batch (batch b of epoch e), computed from a cached epoch order.
@@ -58,27 +61,37 @@ struct DataLoader::Impl {
     return batch;
   }
 
+  // The producer waits for room before it reads, so that it never reads more than `prefetch`
+  // items past what was consumed. With collective MPI-IO every rank must make the same reads:
+  // halt() then sets drain_target to consumed + prefetch, the same number on every rank (they
+  // consume in lockstep), and each producer reads up to it before it stops, instead of stopping
+  // wherever it happens to be (which left a peer blocked in a collective read for ever).
   void run(LoaderState at) {
     Order order;
+    std::int64_t produced = 0;
     for (;;) {
+      {
+        std::unique_lock<std::mutex> lock(mutex);
+        changed.wait(lock, [&] {
+          return stop || queue.size() < static_cast<std::size_t>(options.prefetch);
+        });
+        if (stop && (drain_target < 0 || produced >= drain_target)) return;
+      }
       Item item;
       try {
         item = produce(order, at);
       } catch (...) {
         item = std::current_exception();  // handed to next(), which rethrows it
       }
+      ++produced;
       const bool failed = std::holds_alternative<std::exception_ptr>(item);
-      if (std::holds_alternative<EndOfEpoch>(item)) {
-        at = LoaderState{at.epoch + 1, 0};
-      } else {
-        ++at.batch;
+      at = std::holds_alternative<EndOfEpoch>(item) ? LoaderState{at.epoch + 1, 0}
+                                                    : LoaderState{at.epoch, at.batch + 1};
+      std::lock_guard<std::mutex> lock(mutex);
+      if (!stop) {
+        queue.push_back(std::move(item));
+        changed.notify_all();
       }
-      std::unique_lock<std::mutex> lock(mutex);
-      changed.wait(
-          lock, [&] { return stop || queue.size() < static_cast<std::size_t>(options.prefetch); });
-      if (stop) return;
-      queue.push_back(std::move(item));
-      changed.notify_all();
       if (failed) return;
     }
   }
@@ -86,6 +99,8 @@ struct DataLoader::Impl {
   void start() {
     if (options.prefetch > 0 && !producer.joinable()) {
       stop = false;
+      drain_target = -1;
+      consumed = 0;
       producer = std::thread([this, at = position] { run(at); });
     }
   }
@@ -94,6 +109,7 @@ struct DataLoader::Impl {
     {
       std::lock_guard<std::mutex> lock(mutex);
       stop = true;
+      drain_target = collective ? consumed + options.prefetch : -1;
       queue.clear();
     }
     changed.notify_all();
@@ -110,6 +126,7 @@ struct DataLoader::Impl {
     changed.wait(lock, [&] { return !queue.empty(); });
     Item item = std::move(queue.front());
     queue.pop_front();
+    ++consumed;
     changed.notify_all();
     return item;
   }
@@ -121,6 +138,7 @@ DataLoader::DataLoader(LoaderOptions options) : impl_(std::make_unique<Impl>()) 
                options.batch_size);
   COHORT_CHECK(options.prefetch >= 0, ConfigError, "data: prefetch depth must be >= 0");
   im.options = options;
+  im.collective = options.reader.driver == IoDriver::kMpiIo;
   im.reader = std::make_unique<BatchReader>(options.path, options.reader);
   im.sampler = std::make_unique<DistributedSampler>(
       SamplerOptions{im.reader->info().num_samples, options.rank, options.world, options.seed,

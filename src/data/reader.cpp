@@ -12,6 +12,7 @@
 #include "data/convert.hpp"
 #include "data/h5/file.hpp"
 #include "data/h5/mpio.hpp"
+#include "data/h5/row_locator.hpp"
 
 namespace cohort::data {
 namespace {
@@ -29,6 +30,9 @@ struct Shard {
   h5::Hid file;
   h5::Hid inputs;  // or /tokens
   h5::Hid targets;
+  // The pread path (POSIX driver, qualifying layouts only).
+  std::unique_ptr<h5::ReadOnlyFd> fd;
+  std::optional<h5::RowLocator> input_rows, target_rows;
 };
 
 }  // namespace
@@ -45,8 +49,20 @@ struct BatchReader::Impl {
   std::optional<h5::MpioAccess> mpio;
   std::vector<Shard> shards;
   ReadStats stats;
+  BufferPool pool;  // batch and staging buffers, recycled once released
 
   hid_t transfer() const { return mpio ? mpio->transfer() : H5P_DEFAULT; }
+  bool combined() const { return mpio.has_value(); }  // collective: one H5Dread per dataset
+  void read_rows(const Shard& shard, hid_t dataset, const std::optional<h5::RowLocator>& rows,
+                 const std::vector<h5::Run>& runs, DType dtype, void* out, const char* name) {
+    const std::string where = shard.path + ": dataset '" + name + "'";
+    if (rows) {
+      rows->read(shard.fd->get(), runs, out, where);
+      stats.pread_runs += static_cast<std::int64_t>(runs.size());
+    } else {
+      h5::read_runs(dataset, runs, dtype, out, transfer(), combined(), where);
+    }
+  }
   void read_sample_rows(const Shard& shard, ShardRead& read);
   void read_token_rows(const Shard& shard, ShardRead& read);
 };
@@ -74,6 +90,18 @@ BatchReader::BatchReader(const std::string& path, ReaderOptions options)
       shard.inputs = h5::open_dataset(shard.file.get(), "/inputs", info.path);
       shard.targets = h5::open_dataset(shard.file.get(), "/targets", info.path);
     }
+    if (options.pread_rows && !impl_->mpio) {
+      const bool tokens = impl_->info.kind == DatasetKind::kTokens;
+      shard.input_rows =
+          h5::RowLocator::build(shard.inputs.get(), impl_->info.input_dtype, info.path);
+      if (!tokens) {
+        shard.target_rows =
+            h5::RowLocator::build(shard.targets.get(), impl_->info.target_dtype, info.path);
+      }
+      if (shard.input_rows || shard.target_rows) {
+        shard.fd = std::make_unique<h5::ReadOnlyFd>(info.path);
+      }
+    }
     first += info.samples;
     impl_->shards.push_back(std::move(shard));
   }
@@ -89,14 +117,15 @@ void BatchReader::Impl::read_sample_rows(const Shard& shard, ShardRead& read) {
   const std::size_t in_row = info.sample_bytes();
   std::size_t target_row = dtype_size(info.target_dtype);
   for (auto d : info.target_shape) target_row *= static_cast<std::size_t>(d);
-  read.inputs.resize(read.rows.size() * in_row);
-  read.targets.resize(read.rows.size() * target_row);
-  h5::read_runs(shard.inputs.get(), runs, info.input_dtype, read.inputs.data(), transfer(),
-                shard.path + ": dataset '/inputs'");
-  h5::read_runs(shard.targets.get(), runs, info.target_dtype, read.targets.data(), transfer(),
-                shard.path + ": dataset '/targets'");
+  // (On the direct path the buffers are already the batch's tensors.)
+  if (!read.inputs.defined()) read.inputs = pool.bytes(read.rows.size() * in_row);
+  if (!read.targets.defined()) read.targets = pool.bytes(read.rows.size() * target_row);
+  read_rows(shard, shard.inputs.get(), shard.input_rows, runs, info.input_dtype,
+            read.inputs.data_ptr(), "/inputs");
+  read_rows(shard, shard.targets.get(), shard.target_rows, runs, info.target_dtype,
+            read.targets.data_ptr(), "/targets");
   stats.runs += static_cast<std::int64_t>(runs.size());
-  stats.bytes += static_cast<std::int64_t>(read.inputs.size() + read.targets.size());
+  stats.bytes += static_cast<std::int64_t>(read.rows.size() * (in_row + target_row));
 }
 
 void BatchReader::Impl::read_token_rows(const Shard& shard, ShardRead& read) {
@@ -109,9 +138,23 @@ void BatchReader::Impl::read_token_rows(const Shard& shard, ShardRead& read) {
     token_runs.push_back(h5::Run{run.first * length, run.count * length + 1});
     tokens += run.count * length + 1;
   }
-  read.inputs.resize(static_cast<std::size_t>(tokens) * sizeof(std::int64_t));
-  h5::read_runs(shard.inputs.get(), token_runs, DType::kInt64, read.inputs.data(), transfer(),
-                shard.path + ": dataset '/tokens'");
+  read.inputs = pool.empty({tokens}, at::TensorOptions().dtype(at::kLong));
+  auto* wide = read.inputs.data_ptr<std::int64_t>();
+  if (shard.input_rows) {
+    // pread the stored uint16/int32 tokens, then widen.
+    const at::Tensor stored =
+        pool.bytes(static_cast<std::size_t>(tokens) * dtype_size(info.input_dtype));
+    read_rows(shard, shard.inputs.get(), shard.input_rows, token_runs, info.input_dtype,
+              stored.data_ptr(), "/tokens");
+    const void* narrow = stored.data_ptr();
+    for (std::int64_t t = 0; t < tokens; ++t) {
+      wide[t] = info.input_dtype == DType::kUInt16 ? static_cast<const std::uint16_t*>(narrow)[t]
+                                                   : static_cast<const std::int32_t*>(narrow)[t];
+    }
+  } else {
+    h5::read_runs(shard.inputs.get(), token_runs, DType::kInt64, wide, transfer(), combined(),
+                  shard.path + ": dataset '/tokens'");
+  }
   stats.runs += static_cast<std::int64_t>(token_runs.size());
   stats.bytes += tokens * static_cast<std::int64_t>(dtype_size(info.input_dtype));
 }
@@ -132,6 +175,18 @@ Batch BatchReader::read(const std::vector<std::int64_t>& indices, std::int64_t e
     where[i] = {shard, index - im.shards[shard].first};
     reads[shard].rows.push_back(where[i].second);
   }
+  // Increasing indices within one shard (contiguous or evaluation order) are read straight into
+  // the batch when no conversion is due: no staging buffer, no copy.
+  const bool increasing = std::is_sorted(indices.begin(), indices.end()) &&
+                          std::adjacent_find(indices.begin(), indices.end()) == indices.end();
+  std::optional<Batch> direct;
+  if (!indices.empty() && increasing && where.front().first == where.back().first &&
+      direct_eligible(im.info, im.options)) {
+    direct =
+        allocate_stored(im.info, im.options, static_cast<std::int64_t>(indices.size()), im.pool);
+    reads[where.front().first].inputs = direct->inputs;
+    reads[where.front().first].targets = direct->targets;
+  }
   // Every shard takes part, even with nothing to read: collective MPI-IO needs every rank in
   // every H5Dread.
   for (std::size_t s = 0; s < im.shards.size(); ++s) {
@@ -146,7 +201,9 @@ Batch BatchReader::read(const std::vector<std::int64_t>& indices, std::int64_t e
   }
   const auto converted = Clock::now();
   im.stats.read_seconds += std::chrono::duration<double>(converted - start).count();
-  Batch batch = assemble(im.info, im.options, reads, where, epoch, indices);
+  Batch batch = direct ? std::move(*direct)
+                       : assemble(im.info, im.options, im.pool, reads, where, epoch, indices);
+  batch.epoch = epoch;
   im.stats.convert_seconds += seconds_since(converted);
   im.stats.batches += 1;
   im.stats.samples += static_cast<std::int64_t>(indices.size());

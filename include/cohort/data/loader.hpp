@@ -12,6 +12,9 @@
 //    epoch ends; an error in it reaches the caller from next(). With prefetch = 0 next() reads on
 //    the calling thread. The destructor stops and joins the thread; it never throws.
 //  - wait statistics: how long next() blocked for each batch (the data-wait share of a step).
+//  - With the MPI-IO driver (collective reads) every rank must call next(), restore() and the
+//    destructor in lockstep, as a training loop does: the ranks' reads are matched one to one,
+//    and a stopping producer first reads up to the same point on every rank.
 #pragma once
 
 #include <cstdint>

@@ -51,6 +51,9 @@ struct ReaderOptions {
   // Inputs exactly as stored (uint8, float16 or float32 tensors; no conversion, normalization or
   // augmentation): for tools that copy or summarise data.
   bool raw = false;
+  // POSIX driver: read rows with pread(2) at offsets resolved once from HDF5's layout, where the
+  // layout allows (unfiltered; contiguous or whole-row chunks), instead of one H5Dread per run.
+  bool pread_rows = true;
 };
 
 struct Batch {
@@ -63,10 +66,11 @@ struct Batch {
 struct ReadStats {
   std::int64_t batches = 0;
   std::int64_t samples = 0;
-  std::int64_t runs = 0;       // hyperslab runs read
-  std::int64_t bytes = 0;      // bytes read from the files (stored size)
-  double read_seconds = 0;     // inside HDF5
-  double convert_seconds = 0;  // conversion, normalization, augmentation
+  std::int64_t runs = 0;        // runs of consecutive rows read
+  std::int64_t pread_runs = 0;  // of which read with pread(2) (the rest through H5Dread)
+  std::int64_t bytes = 0;       // bytes read from the files (stored size)
+  double read_seconds = 0;      // inside HDF5
+  double convert_seconds = 0;   // conversion, normalization, augmentation
 };
 
 class BatchReader {

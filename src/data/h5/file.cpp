@@ -162,7 +162,7 @@ void select_rows(hid_t space, const std::vector<Run>& runs, const std::vector<hs
 }  // namespace
 
 void read_runs(hid_t dataset, const std::vector<Run>& runs, DType dtype, void* out, hid_t dxpl,
-               const std::string& where) {
+               bool combined, const std::string& where) {
   auto lock = h5_lock();
   Hid file_space(COHORT_H5_CHECK(H5Dget_space(dataset), where));
   const int rank = COHORT_H5_CHECK(H5Sget_simple_extent_ndims(file_space.get()), where);
@@ -175,12 +175,27 @@ void read_runs(hid_t dataset, const std::vector<Run>& runs, DType dtype, void* o
                  ") outside the dataset's ", extent[0], " rows");
     rows += static_cast<hsize_t>(run.count);
   }
+  Hid type = memory_type(dtype);
+  std::size_t row_bytes = dtype_size(dtype);
+  for (std::size_t d = 1; d < extent.size(); ++d) row_bytes *= extent[d];
+  if (!combined) {
+    auto* at = static_cast<unsigned char*>(out);
+    for (const auto& run : runs) {
+      select_rows(file_space.get(), {run}, extent, where);
+      std::vector<hsize_t> mem_extent = extent;
+      mem_extent[0] = static_cast<hsize_t>(run.count);
+      Hid mem_space(COHORT_H5_CHECK(H5Screate_simple(rank, mem_extent.data(), nullptr), where));
+      COHORT_H5_CHECK(H5Dread(dataset, type.get(), mem_space.get(), file_space.get(), dxpl, at),
+                      where);
+      at += static_cast<std::size_t>(run.count) * row_bytes;
+    }
+    return;
+  }
   select_rows(file_space.get(), runs, extent, where);
   std::vector<hsize_t> mem_extent = extent;
   mem_extent[0] = std::max<hsize_t>(rows, 1);
   Hid mem_space(COHORT_H5_CHECK(H5Screate_simple(rank, mem_extent.data(), nullptr), where));
   if (rows == 0) COHORT_H5_CHECK(H5Sselect_none(mem_space.get()), where);
-  Hid type = memory_type(dtype);
   COHORT_H5_CHECK(H5Dread(dataset, type.get(), mem_space.get(), file_space.get(), dxpl, out),
                   where);
 }

@@ -36,10 +36,13 @@ Hid create_dataset(hid_t file, const std::string& name, DType dtype, std::int64_
                    const std::vector<std::int64_t>& inner, std::size_t chunk_bytes,
                    const std::string& where);
 
-// Reads the union of the runs (sorted, disjoint) into out, in row order. With no runs it still
-// takes part (an empty selection), which collective MPI-IO transfers need.
+// Reads the runs (sorted, disjoint) into out, back to back in row order. combined: one H5Dread
+// of their union (one OR'ed hyperslab selection), which collective MPI-IO needs, and which takes
+// part with an empty selection when there are no runs. Otherwise one H5Dread per run: HDF5 1.10
+// merges OR'ed hyperslabs in time that grows with their number, which a shuffled batch of
+// hundreds of runs pays dearly, while a single-hyperslab read costs a few microseconds.
 void read_runs(hid_t dataset, const std::vector<Run>& runs, DType dtype, void* out, hid_t dxpl,
-               const std::string& where);
+               bool combined, const std::string& where);
 void write_rows(hid_t dataset, std::int64_t first, std::int64_t count, DType dtype,
                 const void* data, const std::string& where);
 

@@ -1,0 +1,53 @@
+// `cohort bench io`: the data path against a raw sequential read of the same files, in the same
+// run, with a warm page cache; and the data-wait share of a training step with prefetch on and
+// off. Variants are interleaved round by round and reported as medians, so that every ratio
+// compares measurements taken under the same machine state.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace cohort::data {
+
+struct IoBenchOptions {
+  std::string dataset;  // empty: a synthetic image set is made in workdir and removed
+  std::string workdir = "/tmp";
+  std::int64_t synthetic_samples = 20000;  // 3x64x64 uint8 images (12 KiB): ~235 MiB
+  std::int64_t channels = 3;
+  std::int64_t image_size = 64;
+  std::int64_t batch = 256;
+  int rounds = 5;
+  int prefetch = 2;
+  int wait_steps = 60;          // steps of the wait-share measurement
+  double compute_factor = 2.0;  // model step cost, in multiples of a synchronous batch read
+};
+
+struct IoBenchRow {
+  std::string name;
+  double seconds = 0;   // median over rounds, one full pass
+  double mb_per_s = 0;  // payload MiB/s
+  double samples_per_s = 0;
+  double ratio_vs_raw = 0;  // MB/s over the raw read's MB/s
+};
+
+struct WaitRow {
+  int prefetch = 0;
+  double step_ms = 0;  // wait + compute per step
+  double wait_ms = 0;  // blocked in next() per step
+  double wait_share = 0;
+};
+
+struct IoBenchResult {
+  std::string dataset;
+  std::int64_t samples = 0;
+  std::int64_t file_bytes = 0;
+  std::vector<IoBenchRow> rows;  // rows[0] is the raw read
+  double compute_ms = 0;
+  std::vector<WaitRow> waits;
+  std::string cache_note;
+};
+
+IoBenchResult bench_io(const IoBenchOptions& options);
+
+}  // namespace cohort::data

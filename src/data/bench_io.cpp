@@ -1,0 +1,210 @@
+#include "cohort/data/bench_io.hpp"
+
+#include <ATen/Parallel.h>
+#include <ATen/ops/mm.h>
+#include <ATen/ops/randn.h>
+#include <ATen/ops/relu.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <functional>
+
+#include "cohort/comm/allocator.hpp"
+#include "cohort/data/checksum.hpp"
+#include "cohort/data/loader.hpp"
+#include "cohort/data/tools.hpp"
+#include "cohort/error.hpp"
+
+namespace cohort::data {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_of(const std::function<void()>& work) {
+  const auto start = Clock::now();
+  work();
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  return values[values.size() / 2];
+}
+
+// read(2) of every file start to end in 8 MiB blocks: the baseline.
+std::int64_t raw_read(const std::vector<std::string>& files, std::vector<char>& buffer) {
+  std::int64_t total = 0;
+  for (const auto& file : files) {
+    const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+    COHORT_CHECK(fd >= 0, IoError, file, ": cannot open: ", std::strerror(errno));
+    for (;;) {
+      const ssize_t got = ::read(fd, buffer.data(), buffer.size());
+      if (got < 0 && errno == EINTR) continue;
+      if (got <= 0) break;
+      total += got;
+    }
+    ::close(fd);
+  }
+  return total;
+}
+
+// One pass over the dataset in order through a BatchReader (raw: no conversion).
+std::int64_t reader_pass(const std::string& path, std::int64_t batch) {
+  ReaderOptions options;
+  options.raw = true;
+  options.pin_memory = false;
+  BatchReader reader(path, options);
+  const std::int64_t n = reader.info().num_samples;
+  std::vector<std::int64_t> indices;
+  for (std::int64_t first = 0; first < n; first += batch) {
+    indices.clear();
+    for (std::int64_t i = first; i < std::min(n, first + batch); ++i) indices.push_back(i);
+    reader.read(indices);
+  }
+  return reader.stats().bytes;
+}
+
+LoaderOptions loader_options(const std::string& path, std::int64_t batch, bool shuffle,
+                             int prefetch) {
+  LoaderOptions o;
+  o.path = path;
+  o.batch_size = batch;
+  o.shuffle = shuffle;
+  o.drop_last_batch = false;
+  o.prefetch = prefetch;
+  o.reader.pin_memory = false;
+  return o;
+}
+
+// One epoch through a DataLoader: as stored, or converted to normalized float32.
+std::int64_t loader_pass(const std::string& path, std::int64_t batch, bool shuffle, int prefetch,
+                         bool raw) {
+  auto options = loader_options(path, batch, shuffle, prefetch);
+  options.reader.raw = raw;
+  DataLoader loader(options);
+  while (loader.next()) {
+  }
+  return loader.read_stats().bytes;
+}
+
+// The "model": two matrix products on the batch, repeated to the requested cost.
+struct Model {
+  at::Tensor w1, w2;
+  int repeats = 1;
+  void step(const at::Tensor& inputs) const {
+    const at::Tensor x = inputs.reshape({inputs.size(0), -1});
+    for (int r = 0; r < repeats; ++r) {
+      const at::Tensor h = at::relu(at::mm(x, w1));
+      (void)at::mm(h, w2).sum().item<float>();
+    }
+  }
+};
+
+WaitRow wait_share(const std::string& path, const IoBenchOptions& o, int prefetch,
+                   const Model& model) {
+  DataLoader loader(loader_options(path, o.batch, true, prefetch));
+  double compute = 0;
+  int steps = 0;
+  while (steps < o.wait_steps) {
+    auto batch = loader.next();
+    if (!batch) continue;  // epoch end: go on with the next
+    compute += seconds_of([&] { model.step(batch->inputs); });
+    ++steps;
+  }
+  WaitRow row;
+  row.prefetch = prefetch;
+  row.wait_ms = 1e3 * loader.wait().total_seconds / steps;
+  row.step_ms = row.wait_ms + 1e3 * compute / steps;
+  row.wait_share = row.wait_ms / row.step_ms;
+  return row;
+}
+
+}  // namespace
+
+IoBenchResult bench_io(const IoBenchOptions& o) {
+  IoBenchResult result;
+  // One intra-op thread: the second core is the prefetch thread's, as on a rank that owns a core
+  // or two of a node.
+  at::set_num_threads(1);
+  comm::tune_allocator();  // as a training process has it (MpiSession): batch buffers stay warm
+  std::string path = o.dataset;
+  const bool synthetic = path.empty();
+  if (synthetic) {
+    path = o.workdir + "/cohort-bench-io-" + std::to_string(::getpid()) + ".h5";
+    SyntheticOptions s;
+    s.kind = "images";
+    s.samples = o.synthetic_samples;
+    s.channels = o.channels;
+    s.image_size = o.image_size;
+    make_synthetic(path, s);
+  }
+  result.dataset = path;
+  const auto files = shard_paths(path);
+  for (const auto& f : files) result.file_bytes += file_bytes(f);
+  std::vector<char> buffer(8u << 20);
+  raw_read(files, buffer);  // warm the page cache
+  const std::vector<std::pair<std::string, std::function<std::int64_t()>>> variants = {
+      {"raw read(2), sequential", [&] { return raw_read(files, buffer); }},
+      {"BatchReader, contiguous, as stored", [&] { return reader_pass(path, o.batch); }},
+      {"DataLoader, contiguous, as stored, prefetch " + std::to_string(o.prefetch),
+       [&] { return loader_pass(path, o.batch, false, o.prefetch, true); }},
+      {"DataLoader, contiguous, float32, prefetch " + std::to_string(o.prefetch),
+       [&] { return loader_pass(path, o.batch, false, o.prefetch, false); }},
+      {"DataLoader, shuffled, float32, prefetch " + std::to_string(o.prefetch),
+       [&] { return loader_pass(path, o.batch, true, o.prefetch, false); }}};
+  // Each timing repeats a pass until the raw read would take ~0.25 s: a pass over a cached file
+  // takes milliseconds, too short to time against scheduler noise.
+  const double raw_pass = seconds_of([&] { raw_read(files, buffer); });
+  const int repeats = std::max(1, static_cast<int>(0.25 / std::max(raw_pass, 1e-4)));
+  std::vector<std::vector<double>> times(variants.size());
+  std::vector<std::int64_t> bytes(variants.size());
+  for (int round = 0; round < o.rounds; ++round) {
+    for (std::size_t v = 0; v < variants.size(); ++v) {
+      times[v].push_back(seconds_of([&] {
+                           for (int r = 0; r < repeats; ++r) bytes[v] = variants[v].second();
+                         }) /
+                         repeats);
+    }
+  }
+  result.samples = BatchReader(path, {}).info().num_samples;
+  for (std::size_t v = 0; v < variants.size(); ++v) {
+    IoBenchRow row;
+    row.name = variants[v].first;
+    row.seconds = median(times[v]);
+    row.mb_per_s = static_cast<double>(bytes[v]) / 1048576.0 / row.seconds;
+    row.samples_per_s = static_cast<double>(result.samples) / row.seconds;
+    result.rows.push_back(row);
+  }
+  for (auto& row : result.rows) row.ratio_vs_raw = row.mb_per_s / result.rows[0].mb_per_s;
+
+  // A model step costing compute_factor x a synchronous batch (read + convert).
+  const std::int64_t features = BatchReader(path, {}).info().sample_numel();
+  Model model{at::randn({features, 256}), at::randn({256, 256}), 1};
+  DataLoader probe(loader_options(path, o.batch, true, 0));
+  std::vector<double> reads, steps;
+  const at::Tensor sample_input = at::randn({o.batch, features});
+  for (int i = 0; i < 7; ++i) {  // medians of warm repetitions
+    reads.push_back(seconds_of([&] { probe.next(); }));
+    steps.push_back(seconds_of([&] { model.step(sample_input); }));
+  }
+  const double sync_batch = median(reads);
+  const double one = median(steps);
+  model.repeats = std::max(1, static_cast<int>(o.compute_factor * sync_batch / one + 0.5));
+  result.compute_ms = 1e3 * one * model.repeats;
+  result.waits.push_back(wait_share(path, o, 0, model));
+  result.waits.push_back(wait_share(path, o, o.prefetch, model));
+  result.cache_note =
+      "warm page cache: the file was read once before timing and fits in memory. Cold-cache "
+      "figures need the page cache dropped (echo 3 > /proc/sys/vm/drop_caches), which needs root "
+      "on the host; this machine is a VM whose host caches the virtual disk as well, so a read "
+      "here never reaches a cold device.";
+  if (synthetic) std::filesystem::remove(path);
+  return result;
+}
+
+}  // namespace cohort::data
