@@ -128,4 +128,27 @@ BOOST_AUTO_TEST_CASE(an_index_outside_the_dataset_is_an_error_naming_it) {
   }
 }
 
+BOOST_AUTO_TEST_CASE(pread_rows_equal_hdf5_reads_and_catch_a_truncated_file) {
+  cohort::test::ScratchDir dir;
+  // Chunks of 21 rows: runs cross chunk boundaries.
+  const auto path = make_rows(dir.file("p.h5"), 0, 100, {3, 4, 4}, 4096);
+  ReaderOptions fast = raw_values(), slow = raw_values();
+  slow.pread_rows = false;
+  BatchReader a(path, fast), b(path, slow);
+  const std::vector<std::int64_t> indices{99, 0, 20, 21, 22, 41, 42, 43, 44, 63, 5, 77, 78};
+  const auto x = a.read(indices), y = b.read(indices);
+  BOOST_TEST(x.inputs.equal(y.inputs));
+  BOOST_TEST(x.targets.equal(y.targets));
+  BOOST_TEST(a.stats().pread_runs == a.stats().runs * 2);  // inputs and targets
+  BOOST_TEST(b.stats().pread_runs == 0);
+  // The file shrinks under an open reader: a clear error, not garbage.
+  std::filesystem::resize_file(path, std::filesystem::file_size(path) / 2);
+  try {
+    a.read({98, 99});
+    BOOST_FAIL("no error");
+  } catch (const cohort::IoError& error) {
+    BOOST_TEST(std::string(error.what()).find("p.h5") != std::string::npos);
+  }
+}
+
 BOOST_AUTO_TEST_SUITE_END()
