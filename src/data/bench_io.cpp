@@ -96,6 +96,7 @@ std::int64_t loader_pass(const std::string& path, std::int64_t batch, bool shuff
 struct Model {
   at::Tensor w1, w2;
   int repeats = 1;
+  double step_seconds = 0;
   void step(const at::Tensor& inputs) const {
     const at::Tensor x = inputs.reshape({inputs.size(0), -1});
     for (int r = 0; r < repeats; ++r) {
@@ -124,86 +125,107 @@ WaitRow wait_share(const std::string& path, const IoBenchOptions& o, int prefetc
   return row;
 }
 
-}  // namespace
-
-IoBenchResult bench_io(const IoBenchOptions& o) {
-  IoBenchResult result;
-  // One intra-op thread: the second core is the prefetch thread's, as on a rank that owns a core
-  // or two of a node.
-  at::set_num_threads(1);
-  comm::tune_allocator();  // as a training process has it (MpiSession): batch buffers stay warm
-  std::string path = o.dataset;
-  const bool synthetic = path.empty();
-  if (synthetic) {
-    path = o.workdir + "/cohort-bench-io-" + std::to_string(::getpid()) + ".h5";
-    SyntheticOptions s;
-    s.kind = "images";
-    s.samples = o.synthetic_samples;
-    s.channels = o.channels;
-    s.image_size = o.image_size;
-    make_synthetic(path, s);
+// The synthetic dataset of a run without --dataset, removed when the benchmark ends (or fails).
+struct TemporaryDataset {
+  std::string path;
+  ~TemporaryDataset() {
+    std::error_code ignored;
+    if (!path.empty()) std::filesystem::remove(path, ignored);
   }
-  result.dataset = path;
+};
+
+std::vector<IoBenchRow> throughput(const std::string& path, const IoBenchOptions& o,
+                                   std::int64_t samples) {
   const auto files = shard_paths(path);
-  for (const auto& f : files) result.file_bytes += file_bytes(f);
   std::vector<char> buffer(8u << 20);
-  raw_read(files, buffer);  // warm the page cache
+  const std::string depth = std::to_string(o.prefetch);
   const std::vector<std::pair<std::string, std::function<std::int64_t()>>> variants = {
       {"raw read(2), sequential", [&] { return raw_read(files, buffer); }},
       {"BatchReader, contiguous, as stored", [&] { return reader_pass(path, o.batch); }},
-      {"DataLoader, contiguous, as stored, prefetch " + std::to_string(o.prefetch),
+      {"DataLoader, contiguous, as stored, prefetch " + depth,
        [&] { return loader_pass(path, o.batch, false, o.prefetch, true); }},
-      {"DataLoader, contiguous, float32, prefetch " + std::to_string(o.prefetch),
+      {"DataLoader, contiguous, float32, prefetch " + depth,
        [&] { return loader_pass(path, o.batch, false, o.prefetch, false); }},
-      {"DataLoader, shuffled, float32, prefetch " + std::to_string(o.prefetch),
+      {"DataLoader, shuffled, float32, prefetch " + depth,
        [&] { return loader_pass(path, o.batch, true, o.prefetch, false); }}};
+  raw_read(files, buffer);  // warm the page cache
   // Each timing repeats a pass until the raw read would take ~0.25 s: a pass over a cached file
   // takes milliseconds, too short to time against scheduler noise.
   const double raw_pass = seconds_of([&] { raw_read(files, buffer); });
   const int repeats = std::max(1, static_cast<int>(0.25 / std::max(raw_pass, 1e-4)));
   std::vector<std::vector<double>> times(variants.size());
   std::vector<std::int64_t> bytes(variants.size());
-  for (int round = 0; round < o.rounds; ++round) {
+  for (int round = 0; round < o.rounds; ++round) {  // interleaved: same machine state for all
     for (std::size_t v = 0; v < variants.size(); ++v) {
-      times[v].push_back(seconds_of([&] {
-                           for (int r = 0; r < repeats; ++r) bytes[v] = variants[v].second();
-                         }) /
-                         repeats);
+      const double total = seconds_of([&] {
+        for (int r = 0; r < repeats; ++r) bytes[v] = variants[v].second();
+      });
+      times[v].push_back(total / repeats);
     }
   }
-  result.samples = BatchReader(path, {}).info().num_samples;
+  std::vector<IoBenchRow> rows;
   for (std::size_t v = 0; v < variants.size(); ++v) {
     IoBenchRow row;
     row.name = variants[v].first;
     row.seconds = median(times[v]);
     row.mb_per_s = static_cast<double>(bytes[v]) / 1048576.0 / row.seconds;
-    row.samples_per_s = static_cast<double>(result.samples) / row.seconds;
-    result.rows.push_back(row);
+    row.samples_per_s = static_cast<double>(samples) / row.seconds;
+    rows.push_back(row);
   }
-  for (auto& row : result.rows) row.ratio_vs_raw = row.mb_per_s / result.rows[0].mb_per_s;
+  for (auto& row : rows) row.ratio_vs_raw = row.mb_per_s / rows[0].mb_per_s;
+  return rows;
+}
 
-  // A model step costing compute_factor x a synchronous batch (read + convert).
-  const std::int64_t features = BatchReader(path, {}).info().sample_numel();
+// A model step costing compute_factor x a synchronous batch (read + convert), from medians of
+// warm repetitions.
+Model calibrate_model(const std::string& path, const IoBenchOptions& o, std::int64_t features) {
   Model model{at::randn({features, 256}), at::randn({256, 256}), 1};
   DataLoader probe(loader_options(path, o.batch, true, 0));
   std::vector<double> reads, steps;
   const at::Tensor sample_input = at::randn({o.batch, features});
-  for (int i = 0; i < 7; ++i) {  // medians of warm repetitions
+  for (int i = 0; i < 7; ++i) {
     reads.push_back(seconds_of([&] { probe.next(); }));
     steps.push_back(seconds_of([&] { model.step(sample_input); }));
   }
-  const double sync_batch = median(reads);
-  const double one = median(steps);
-  model.repeats = std::max(1, static_cast<int>(o.compute_factor * sync_batch / one + 0.5));
-  result.compute_ms = 1e3 * one * model.repeats;
-  result.waits.push_back(wait_share(path, o, 0, model));
-  result.waits.push_back(wait_share(path, o, o.prefetch, model));
+  model.repeats =
+      std::max(1, static_cast<int>(o.compute_factor * median(reads) / median(steps) + 0.5));
+  model.step_seconds = median(steps) * model.repeats;
+  return model;
+}
+
+}  // namespace
+
+IoBenchResult bench_io(const IoBenchOptions& o) {
+  // One intra-op thread: the second core is the prefetch thread's, as on a rank that owns a core
+  // or two of a node.
+  at::set_num_threads(1);
+  comm::tune_allocator();  // as a training process has it (MpiSession): batch buffers stay warm
+  TemporaryDataset temporary;
+  IoBenchResult result;
+  result.dataset = o.dataset;
+  if (o.dataset.empty()) {
+    temporary.path = result.dataset =
+        o.workdir + "/cohort-bench-io-" + std::to_string(::getpid()) + ".h5";
+    SyntheticOptions s;
+    s.kind = "images";
+    s.samples = o.synthetic_samples;
+    s.channels = o.channels;
+    s.image_size = o.image_size;
+    make_synthetic(temporary.path, s);
+  }
+  for (const auto& f : shard_paths(result.dataset)) result.file_bytes += file_bytes(f);
+  const DatasetInfo info = describe(result.dataset);
+  result.samples = info.num_samples;
+  result.rows = throughput(result.dataset, o, result.samples);
+  const Model model = calibrate_model(result.dataset, o, info.sample_numel());
+  result.compute_ms = 1e3 * model.step_seconds;
+  result.waits.push_back(wait_share(result.dataset, o, 0, model));
+  result.waits.push_back(wait_share(result.dataset, o, o.prefetch, model));
   result.cache_note =
       "warm page cache: the file was read once before timing and fits in memory. Cold-cache "
       "figures need the page cache dropped (echo 3 > /proc/sys/vm/drop_caches), which needs root "
       "on the host; this machine is a VM whose host caches the virtual disk as well, so a read "
       "here never reaches a cold device.";
-  if (synthetic) std::filesystem::remove(path);
   return result;
 }
 
