@@ -74,6 +74,38 @@ with h5py.File(tokens, "r") as f:
     expect(f["tokens"].dtype == np.uint16 and f["tokens"].shape == (5000,), "tokens layout")
     expect(f.attrs["seq_len"] == 16 and f.attrs["kind"] == "tokens", "tokens attributes")
 
+# other importers: .npy (float64 inputs stored as float32; uint8 kept), CSV with a header and
+# real-valued targets, a text corpus as byte tokens
+npx, npy_ = os.path.join(work, "x.npy"), os.path.join(work, "y.npy")
+x64 = np.random.default_rng(1).normal(size=(40, 3, 5))
+np.save(npx, x64)
+np.save(npy_, np.arange(40) % 4)
+run(cohort, "data", "import", "npy", npx, npy_, "--out", os.path.join(work, "npy.h5"))
+with h5py.File(os.path.join(work, "npy.h5"), "r") as f:
+    expect(f["inputs"].dtype == np.float32 and np.array_equal(f["inputs"][:], x64.astype(np.float32)),
+           "npy float64 inputs as float32")
+    expect(f["targets"].dtype == np.int64 and f.attrs["classes"] == 4, "npy labels")
+np.save(npx, (x64 * 40 + 100).clip(0, 255).astype(np.uint8))
+run(cohort, "data", "import", "npy", npx, npy_, "--out", os.path.join(work, "npy8.h5"))
+with h5py.File(os.path.join(work, "npy8.h5"), "r") as f:
+    expect(f["inputs"].dtype == np.uint8 and f["inputs"].shape == (40, 3, 5), "npy uint8 kept")
+csv = os.path.join(work, "reg.csv")
+with open(csv, "w") as c:
+    c.write("a,b,target\n1,2,0.5\n3,4,1.5\n5,6,-2\n")
+run(cohort, "data", "import", "csv", csv, "--out", os.path.join(work, "csv.h5"))
+with h5py.File(os.path.join(work, "csv.h5"), "r") as f:
+    expect(np.array_equal(f["inputs"][:], [[1, 2], [3, 4], [5, 6]]), "csv features")
+    expect(f["targets"].dtype == np.float32 and np.allclose(f["targets"][:], [0.5, 1.5, -2]),
+           "csv real-valued targets")
+text = os.path.join(work, "corpus.txt")
+with open(text, "w") as t:
+    t.write("to be or not to be, that is the question. " * 20)
+run(cohort, "data", "import", "text", text, "--seq-len", "32", "--out", os.path.join(work, "text.h5"))
+with h5py.File(os.path.join(work, "text.h5"), "r") as f:
+    expect(np.array_equal(f["tokens"][:], np.frombuffer(open(text, "rb").read(), np.uint8)),
+           "text as byte tokens")
+    expect(f.attrs["vocab_size"] == 256 and f.attrs["seq_len"] == 32, "text attributes")
+
 # ---- B: h5py writes, cohort reads ---------------------------------------------------------
 rng = np.random.default_rng(7)
 

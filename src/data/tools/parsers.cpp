@@ -22,6 +22,33 @@ std::int64_t big_endian32(const std::string& bytes, std::size_t at) {
   return static_cast<std::int64_t>(v);
 }
 
+DType npy_dtype(const std::string& type, const std::string& path) {
+  static const std::pair<const char*, DType> kTypes[] = {
+      {"|u1", DType::kUInt8},   {"<u1", DType::kUInt8},   {"<f2", DType::kFloat16},
+      {"<f4", DType::kFloat32}, {"<f8", DType::kFloat64}, {"<i4", DType::kInt32},
+      {"<i8", DType::kInt64}};
+  for (const auto& [name, dtype] : kTypes) {
+    if (type == name) return dtype;
+  }
+  COHORT_THROW(IoError, path, ": .npy dtype '", type, "' unsupported (u1 f2 f4 f8 i4 i8)");
+}
+
+// "(60000, 28, 28), }" -> {60000, 28, 28}
+std::vector<std::int64_t> npy_shape(std::string text) {
+  text = text.substr(text.find('(') + 1, text.find(')') - text.find('(') - 1);
+  std::vector<std::int64_t> shape;
+  for (std::size_t at = 0; at < text.size();) {
+    char* end = nullptr;
+    const long long dim = std::strtoll(text.c_str() + at, &end, 10);
+    if (end == text.c_str() + at) break;
+    shape.push_back(dim);
+    at = text.find(',', static_cast<std::size_t>(end - text.c_str()));
+    if (at == std::string::npos) break;
+    ++at;
+  }
+  return shape;
+}
+
 }  // namespace
 
 std::string read_maybe_gz(const std::string& path) {
@@ -131,34 +158,10 @@ NpyArray parse_npy(const std::string& bytes, const std::string& path) {
   COHORT_CHECK(value_of("fortran_order").find("False") != std::string::npos, IoError, path,
                ": Fortran-ordered arrays are not supported (save with np.ascontiguousarray)");
   NpyArray array;
-  if (type == "|u1" || type == "<u1")
-    array.dtype = DType::kUInt8;
-  else if (type == "<f2")
-    array.dtype = DType::kFloat16;
-  else if (type == "<f4")
-    array.dtype = DType::kFloat32;
-  else if (type == "<f8")
-    array.dtype = DType::kFloat64;
-  else if (type == "<i4")
-    array.dtype = DType::kInt32;
-  else if (type == "<i8")
-    array.dtype = DType::kInt64;
-  else
-    COHORT_THROW(IoError, path, ": .npy dtype '", type, "' unsupported (u1 f2 f4 f8 i4 i8)");
-  std::string shape = value_of("shape");
-  shape = shape.substr(shape.find('(') + 1, shape.find(')') - shape.find('(') - 1);
+  array.dtype = npy_dtype(type, path);
+  array.shape = npy_shape(value_of("shape"));
   std::int64_t numel = 1;
-  for (std::size_t at = 0; at < shape.size();) {
-    char* end = nullptr;
-    const long long dim = std::strtoll(shape.c_str() + at, &end, 10);
-    if (end == shape.c_str() + at) break;
-    array.shape.push_back(dim);
-    numel *= dim;
-    at = static_cast<std::size_t>(end - shape.c_str());
-    at = shape.find(',', at);
-    if (at == std::string::npos) break;
-    ++at;
-  }
+  for (auto dim : array.shape) numel *= dim;
   const std::size_t data_bytes = static_cast<std::size_t>(numel) * dtype_size(array.dtype);
   COHORT_CHECK(bytes.size() - offset - header_len == data_bytes, IoError, path, ": .npy shape ",
                "promises ", data_bytes, " bytes of data, file has ",
