@@ -53,6 +53,19 @@ with h5py.File(digits, "r") as f:
     expect(np.allclose(f.attrs["mean"], table[:, :64].mean(axis=0)), "digits per-feature mean")
     expect(f["inputs"].chunks is not None, "digits chunked")
 
+# split: the validation part is the tail of torch.randperm(N, generator=manual_seed(seed))
+train, val = os.path.join(work, "d-train.h5"), os.path.join(work, "d-val.h5")
+run(cohort, "data", "split", digits, "--train", train, "--val", val, "--val-fraction", "0.2",
+    "--seed", "3")
+perm = torch.randperm(1797, generator=torch.Generator().manual_seed(3)).tolist()
+with h5py.File(train, "r") as t, h5py.File(val, "r") as v:
+    expect(t["inputs"].shape[0] == 1438 and v["inputs"].shape[0] == 359, "split sizes")
+    expect(np.array_equal(v["inputs"][:], table[sorted(perm[-359:]), :64]), "split val rows")
+    expect(np.array_equal(t["targets"][:], table[sorted(perm[:-359]), 64]), "split train labels")
+    expect(t.attrs["split"] == "train" and v.attrs["split"] == "val", "split attributes")
+    expect(np.array_equal(v.attrs["mean"], table[:, :64].mean(axis=0)) or
+           np.allclose(v.attrs["mean"], table[:, :64].mean(axis=0)), "split keeps normalization")
+
 fm = os.path.join(work, "fm-test.h5")
 run(cohort, "data", "import", "fashion-mnist", "--split", "test", "--out", fm)
 with gzip.open(f"{FMNIST}/t10k-images-idx3-ubyte.gz") as g:

@@ -1,3 +1,4 @@
+#include <ATen/Context.h>
 #include <ATen/core/Tensor.h>
 
 #include <boost/test/unit_test.hpp>
@@ -44,6 +45,8 @@ BOOST_AUTO_TEST_CASE(batch_comes_back_in_the_order_asked_with_runs_coalesced) {
   BOOST_TEST(batch.targets.data_ptr<std::int64_t>()[0] == 0);  // 40 % 10
   BOOST_TEST(batch.targets.data_ptr<std::int64_t>()[2] == 1);  // 11 % 10
   BOOST_TEST(reader.stats().runs == 3);
+  // Page-locked only where CUDA is present (Debian's LibTorch is CPU-only: never here).
+  BOOST_TEST(batch.inputs.is_pinned() == at::globalContext().hasCUDA());
   BOOST_TEST(reader.stats().bytes == 6 * (48 * 4 + 8));  // six distinct rows read once
 }
 
