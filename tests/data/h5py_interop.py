@@ -80,6 +80,16 @@ with h5py.File(fm, "r") as f:
     chunk_bytes = np.prod(f["inputs"].chunks)
     expect(512 << 10 <= chunk_bytes <= 1 << 20, f"chunk of ~1 MiB, got {chunk_bytes}")
 
+# inspect's statistics and histogram agree with numpy's over the same file
+report = json.loads(run(cohort, "data", "inspect", fm, "--json", "--max-features", "300"))
+expect(np.isclose(report["stats"]["mean"], images.mean()) and
+       np.isclose(report["stats"]["std"], images.std()), "inspect: overall mean/std")
+expect(np.allclose([f["mean"] for f in report["feature_stats"]],
+                   images.reshape(10000, -1)[:, :300].mean(axis=0)), "inspect: per-value means")
+expect(report["class_histogram"] == {str(k): int(v) for k, v in enumerate(np.bincount(labels))},
+       "inspect: class histogram")
+expect(report["sample_shape"] == [1, 28, 28] and report["input_dtype"] == "uint8", "inspect: layout")
+
 tokens = os.path.join(work, "tokens.h5")
 run(cohort, "data", "make-synthetic", "--kind", "tokens", "--tokens", "5000", "--seq-len", "16",
     "--out", tokens)

@@ -68,6 +68,54 @@ nlohmann::json info_json(const DatasetInfo& info) {
           {"shards", shards}};
 }
 
+// Statistics over every value of every sample, per channel (the sample's first dimension), per
+// value position (the first max_features), and the class or token histogram.
+class Collector {
+ public:
+  Collector(const DatasetInfo& info, std::int64_t max_features, Inspection& out)
+      : info_(info),
+        numel_(info.sample_numel()),
+        channels_(info.sample_shape.empty() ? 1 : info.sample_shape.front()),
+        max_features_(max_features),
+        per_channel_(static_cast<std::size_t>(channels_)),
+        per_feature_(static_cast<std::size_t>(std::min(numel_, max_features))),
+        out_(out) {}
+
+  void add(const Batch& batch) {
+    const at::Tensor x = batch.inputs.to(at::kDouble).contiguous();
+    const double* v = x.data_ptr<double>();
+    const std::int64_t rows = batch.inputs.size(0);
+    const bool tokens = info_.kind == DatasetKind::kTokens;
+    for (std::int64_t i = 0; i < rows; ++i) {
+      for (std::int64_t e = 0; e < numel_; ++e) {
+        const double value = v[i * numel_ + e];
+        overall_.add(value);
+        per_channel_[static_cast<std::size_t>(e * channels_ / numel_)].add(value);
+        if (e < max_features_) per_feature_[static_cast<std::size_t>(e)].add(value);
+        if (tokens) ++out_.class_histogram[static_cast<std::int64_t>(value)];
+      }
+    }
+    if (!tokens && info_.target_dtype == DType::kInt64 && info_.target_shape.empty()) {
+      const auto* y = batch.targets.data_ptr<std::int64_t>();
+      for (std::int64_t i = 0; i < rows; ++i) ++out_.class_histogram[y[i]];
+    }
+  }
+
+  void finish() {
+    out_.features_total = numel_;
+    out_.overall = overall_.stats();
+    for (const auto& a : per_channel_) out_.channels.push_back(a.stats());
+    for (const auto& a : per_feature_) out_.features.push_back(a.stats());
+  }
+
+ private:
+  const DatasetInfo& info_;
+  std::int64_t numel_, channels_, max_features_;
+  Accumulator overall_;
+  std::vector<Accumulator> per_channel_, per_feature_;
+  Inspection& out_;
+};
+
 }  // namespace
 
 Inspection inspect(const std::string& path, std::int64_t max_features) {
@@ -79,14 +127,8 @@ Inspection inspect(const std::string& path, std::int64_t max_features) {
   Inspection result;
   result.info = reader.info();
   const auto& info = result.info;
-  const std::int64_t numel = info.sample_numel();
-  const std::int64_t channels = info.sample_shape.empty() ? 1 : info.sample_shape.front();
-  result.features_total = numel;
-  Accumulator overall;
-  std::vector<Accumulator> per_channel(static_cast<std::size_t>(channels));
-  std::vector<Accumulator> per_feature(static_cast<std::size_t>(std::min(numel, max_features)));
-  const bool histogram = info.kind == DatasetKind::kTokens ||
-                         (info.target_dtype == DType::kInt64 && info.target_shape.empty());
+  Collector collector(info, max_features, result);
+  // Blocks of ~8 MiB, in order: each is one run.
   const std::int64_t block =
       std::max<std::int64_t>(1, (8 << 20) / std::max<std::size_t>(1, info.sample_bytes()));
   for (std::int64_t first = 0; first < info.num_samples; first += block) {
@@ -94,28 +136,9 @@ Inspection inspect(const std::string& path, std::int64_t max_features) {
     for (std::int64_t i = first; i < std::min(first + block, info.num_samples); ++i) {
       indices.push_back(i);
     }
-    const Batch batch = reader.read(indices);
-    const at::Tensor x = batch.inputs.to(at::kDouble).contiguous();
-    const double* v = x.data_ptr<double>();
-    for (std::size_t i = 0; i < indices.size(); ++i) {
-      for (std::int64_t e = 0; e < numel; ++e) {
-        const double value = v[static_cast<std::int64_t>(i) * numel + e];
-        overall.add(value);
-        per_channel[static_cast<std::size_t>(e * channels / numel)].add(value);
-        if (e < max_features) per_feature[static_cast<std::size_t>(e)].add(value);
-        if (info.kind == DatasetKind::kTokens) {
-          ++result.class_histogram[static_cast<std::int64_t>(value)];
-        }
-      }
-    }
-    if (histogram && info.kind == DatasetKind::kSamples) {
-      const auto* y = batch.targets.data_ptr<std::int64_t>();
-      for (std::size_t i = 0; i < indices.size(); ++i) ++result.class_histogram[y[i]];
-    }
+    collector.add(reader.read(indices));
   }
-  result.overall = overall.stats();
-  for (const auto& a : per_channel) result.channels.push_back(a.stats());
-  for (const auto& a : per_feature) result.features.push_back(a.stats());
+  collector.finish();
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return result;
 }
