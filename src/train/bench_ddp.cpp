@@ -42,7 +42,8 @@ struct Variant {
 
 Variant make_variant(const DdpBenchOptions& o, comm::Communicator* comm, bool overlap) {
   torch::manual_seed(0);
-  Variant v{make_mlp(o.layers)};
+  Variant v;
+  v.net = make_mlp(o.layers);
   v.sgd = std::make_unique<torch::optim::SGD>(v.net->parameters(), torch::optim::SGDOptions(0.01));
   if (comm) {
     ddp::DdpOptions options;
