@@ -14,6 +14,7 @@ namespace cohort::cli {
 const std::vector<Command>& commands() {
   static const std::vector<Command> table = {
       {"env", "print where each rank stands: topology, devices, libraries", run_env},
+      {"config", "trainer configuration: check a file, print the key reference", run_config},
       {"data", "datasets: make-synthetic, import, inspect, split, stage", run_data},
       {"bench", "benchmarks against a baseline in the same run: allreduce, ddp, io", run_bench},
       {"launch", "start N ranks of a command: srun in an allocation, mpirun elsewhere", run_launch},

@@ -1,0 +1,48 @@
+// `cohort config check FILE [--set section.key=value ...] | reference`: validates a trainer
+// config and prints it resolved (every key, with its hash), or prints the reference page
+// (docs/config.md is this output).
+#include <boost/program_options.hpp>
+#include <iostream>
+
+#include "cohort/error.hpp"
+#include "cohort/train/config.hpp"
+#include "command.hpp"
+
+namespace po = boost::program_options;
+
+namespace cohort::cli {
+
+int run_config(const std::vector<std::string>& args, int*, char***) {
+  const std::string usage =
+      "usage: cohort config check [FILE] [--set section.key=value ...]\n"
+      "       cohort config reference     (the key table as Markdown: docs/config.md)\n";
+  COHORT_CHECK(!args.empty(), UsageError, "config: which subcommand?\n", usage);
+  const std::string sub = args.front();
+  if (sub == "reference") {
+    std::cout << train::reference_markdown();
+    return 0;
+  }
+  COHORT_CHECK(sub == "check", UsageError, "config: unknown subcommand '", sub, "'\n", usage);
+  std::string file;
+  std::vector<std::string> overrides;
+  po::options_description desc("cohort config check options");
+  desc.add_options()("help,h", "show this help")("file", po::value(&file), "INI file")(
+      "set", po::value(&overrides)->composing(), "override: section.key=value (repeatable)");
+  po::positional_options_description positional;
+  positional.add("file", 1);
+  po::variables_map vm;
+  po::store(po::command_line_parser(std::vector<std::string>(args.begin() + 1, args.end()))
+                .options(desc)
+                .positional(positional)
+                .run(),
+            vm);
+  if (vm.count("help")) {
+    std::cout << usage << desc;
+    return 0;
+  }
+  po::notify(vm);
+  std::cout << train::Config::load(file, overrides).resolved_ini();
+  return 0;
+}
+
+}  // namespace cohort::cli

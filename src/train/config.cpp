@@ -1,0 +1,288 @@
+#include "cohort/train/config.hpp"
+
+#include <xxhash.h>
+
+#include <algorithm>
+#include <boost/program_options/options_description.hpp>
+#include <boost/program_options/parsers.hpp>
+#include <boost/program_options/value_semantic.hpp>
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "cohort/config.hpp"
+#include "cohort/data/checksum.hpp"
+#include "cohort/error.hpp"
+
+namespace po = boost::program_options;
+
+namespace cohort::train {
+namespace {
+
+std::string full_name(const KeySpec& spec) { return std::string(spec.section) + "." + spec.key; }
+
+const KeySpec* find_spec(const std::string& name) {
+  for (const auto& spec : config_table()) {
+    if (full_name(spec) == name) return &spec;
+  }
+  return nullptr;
+}
+
+std::size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diagonal = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = up;
+    }
+  }
+  return row[b.size()];
+}
+
+// "; did you mean 'optim.lr'?" for the nearest key, if any is near.
+std::string suggestion(const std::string& name) {
+  const KeySpec* best = nullptr;
+  std::size_t best_distance = 0;
+  for (const auto& spec : config_table()) {
+    const std::size_t d = edit_distance(name, full_name(spec));
+    if (best == nullptr || d < best_distance) {
+      best = &spec;
+      best_distance = d;
+    }
+  }
+  if (best == nullptr || best_distance > std::max<std::size_t>(3, name.size() / 3)) return "";
+  return "; did you mean '" + full_name(*best) + "'?";
+}
+
+std::string trim(const std::string& text) {
+  const auto first = text.find_first_not_of(" \t\r");
+  if (first == std::string::npos) return "";
+  return text.substr(first, text.find_last_not_of(" \t\r") - first + 1);
+}
+
+// The line of each "section.key" in an INI file (the last one, which is the one that counts).
+std::map<std::string, int> key_lines(std::istream& in) {
+  std::map<std::string, int> lines;
+  std::string line, section;
+  for (int number = 1; std::getline(in, line); ++number) {
+    line = trim(line.substr(0, line.find('#')));
+    if (line.empty()) continue;
+    if (line.front() == '[' && line.back() == ']') {
+      section = trim(line.substr(1, line.size() - 2));
+    } else if (line.find('=') != std::string::npos) {
+      const std::string key = trim(line.substr(0, line.find('=')));
+      lines[section.empty() ? key : section + "." + key] = number;
+    }
+  }
+  return lines;
+}
+
+bool parse_bool(const std::string& text, bool& out) {
+  for (const char* t : {"true", "1", "yes", "on"}) {
+    if (text == t) return out = true;
+  }
+  for (const char* f : {"false", "0", "no", "off"}) {
+    if (text == f) {
+      out = false;
+      return true;
+    }
+  }
+  return false;
+}
+
+bool is_int(const std::string& text) {
+  char* end = nullptr;
+  std::strtoll(text.c_str(), &end, 10);
+  return !text.empty() && *end == '\0';
+}
+
+// Checks text against the key's type and returns it in canonical form; throws ConfigError
+// prefixed with `where`.
+std::string validate(const KeySpec& spec, const std::string& raw, const std::string& where) {
+  const std::string text = trim(raw);
+  switch (spec.type) {
+    case KeyType::kInt:
+      COHORT_CHECK(is_int(text), ConfigError, where, ": '", text, "' is not an integer");
+      return text;
+    case KeyType::kFloat: {
+      char* end = nullptr;
+      const double value = std::strtod(text.c_str(), &end);
+      COHORT_CHECK(!text.empty() && *end == '\0' && std::isfinite(value), ConfigError, where, ": '",
+                   text, "' is not a number");
+      return text;
+    }
+    case KeyType::kBool: {
+      bool value = false;
+      COHORT_CHECK(parse_bool(text, value), ConfigError, where, ": '", text,
+                   "' is not a boolean (true/false)");
+      return value ? "true" : "false";
+    }
+    case KeyType::kChoice: {
+      std::istringstream choices(spec.choices);
+      for (std::string choice; std::getline(choices, choice, '|');) {
+        if (choice == text) return text;
+      }
+      COHORT_THROW(ConfigError, where, ": '", text, "' is not one of ", spec.choices);
+    }
+    case KeyType::kIntList: {
+      std::istringstream items(text);
+      for (std::string item; std::getline(items, item, ',');) {
+        COHORT_CHECK(is_int(trim(item)), ConfigError, where, ": '", text,
+                     "' is not a comma-separated list of integers");
+      }
+      return text;
+    }
+    case KeyType::kString:
+      return text;
+  }
+  return text;
+}
+
+void read_file(const std::string& file, std::map<std::string, std::string>& values) {
+  std::ifstream in(file);
+  COHORT_CHECK(in.good(), ConfigError, file, ": cannot open the config file");
+  const auto lines = key_lines(in);
+  in.clear();
+  in.seekg(0);
+  po::options_description known;
+  for (const auto& spec : config_table()) {
+    known.add_options()(full_name(spec).c_str(), po::value<std::string>());
+  }
+  po::parsed_options parsed(&known);
+  try {
+    parsed = po::parse_config_file(in, known, /*allow_unregistered=*/true);
+  } catch (const po::error& error) {
+    COHORT_THROW(ConfigError, file, ": ", error.what());
+  }
+  for (const auto& option : parsed.options) {
+    const auto line = lines.find(option.string_key);
+    const std::string where = file + ":" +
+                              (line == lines.end() ? "?" : std::to_string(line->second)) + ": " +
+                              option.string_key;
+    const KeySpec* spec = find_spec(option.string_key);
+    COHORT_CHECK(spec != nullptr && !option.unregistered, ConfigError, where, ": unknown key",
+                 suggestion(option.string_key));
+    values[option.string_key] =
+        validate(*spec, option.value.empty() ? "" : option.value.front(), where);
+  }
+}
+
+}  // namespace
+
+Config Config::load(const std::string& file, const std::vector<std::string>& overrides) {
+  Config config;
+  for (const auto& spec : config_table()) config.values_[full_name(spec)] = spec.default_value;
+  if (!file.empty()) read_file(file, config.values_);
+  for (const auto& item : overrides) {
+    const auto equals = item.find('=');
+    const std::string name = trim(item.substr(0, equals));
+    const std::string where = "--set " + name;
+    COHORT_CHECK(equals != std::string::npos, ConfigError, "--set '", item,
+                 "': expected section.key=value");
+    const KeySpec* spec = find_spec(name);
+    COHORT_CHECK(spec != nullptr, ConfigError, where, ": unknown key", suggestion(name));
+    config.values_[name] = validate(*spec, item.substr(equals + 1), where);
+  }
+  return config;
+}
+
+const KeySpec& Config::spec(const std::string& name, KeyType expected) const {
+  const KeySpec* spec = find_spec(name);
+  COHORT_CHECK(spec != nullptr, ConfigError, "config: no key '", name, "'", suggestion(name));
+  const bool textual = expected == KeyType::kString &&
+                       (spec->type == KeyType::kString || spec->type == KeyType::kChoice);
+  COHORT_CHECK(spec->type == expected || textual, ConfigError, "config: key '", name,
+               "' read with the wrong type (a bug)");
+  return *spec;
+}
+
+std::int64_t Config::get_int(const std::string& name) const {
+  spec(name, KeyType::kInt);
+  return std::strtoll(values_.at(name).c_str(), nullptr, 10);
+}
+
+double Config::get_float(const std::string& name) const {
+  spec(name, KeyType::kFloat);
+  return std::strtod(values_.at(name).c_str(), nullptr);
+}
+
+bool Config::get_bool(const std::string& name) const {
+  spec(name, KeyType::kBool);
+  return values_.at(name) == "true";
+}
+
+const std::string& Config::get_string(const std::string& name) const {
+  spec(name, KeyType::kString);
+  return values_.at(name);
+}
+
+std::vector<std::int64_t> Config::get_int_list(const std::string& name) const {
+  spec(name, KeyType::kIntList);
+  std::vector<std::int64_t> list;
+  std::istringstream items(values_.at(name));
+  for (std::string item; std::getline(items, item, ',');) {
+    list.push_back(std::strtoll(item.c_str(), nullptr, 10));
+  }
+  return list;
+}
+
+std::string Config::resolved_ini() const {
+  std::ostringstream out;
+  out << "# resolved by cohort " << COHORT_VERSION << " (defaults included); " << hash() << "\n";
+  for (const auto& section : config_sections()) {
+    out << "\n[" << section << "]\n";
+    for (const auto& spec : config_table()) {
+      if (section != spec.section) continue;
+      out << "# " << spec.help << "\n" << spec.key << " = " << values_.at(full_name(spec)) << "\n";
+    }
+  }
+  return out.str();
+}
+
+std::string Config::hash() const {
+  std::string keys;
+  for (const auto& spec : config_table()) {
+    keys += full_name(spec) + "=" + values_.at(full_name(spec)) + "\n";
+  }
+  return data::format_checksum(XXH3_64bits(keys.data(), keys.size()));
+}
+
+std::string reference_markdown() {
+  static const char* kTypes[] = {"int", "float", "bool", "string", "choice", "int list"};
+  std::ostringstream out;
+  out << "# Configuration reference\n\n"
+      << "Generated from the table in `src/train/config_table.cpp` by `cohort config "
+         "reference`; the test\n`cli.config_reference` keeps this page equal to it. Files are "
+         "INI (`[section]`, `key = value`, `#`\ncomments); `--set section.key=value` overrides "
+         "a file; `cohort config check FILE` validates one\nand prints it resolved, every key "
+         "with its value, and the hash that identifies it.\n";
+  for (const auto& section : config_sections()) {
+    out << "\n## [" << section << "]\n\n";
+    bool any = false;
+    for (const auto& spec : config_table()) {
+      if (section != spec.section) continue;
+      if (!any) out << "| key | type | default | meaning |\n|---|---|---|---|\n";
+      any = true;
+      std::string type = kTypes[static_cast<int>(spec.type)];
+      if (spec.type == KeyType::kChoice) {
+        type = spec.choices;  // a|b|c -> one of: a, b, c (a bare | would split the table cell)
+        for (std::size_t at = type.find('|'); at != std::string::npos; at = type.find('|')) {
+          type.replace(at, 1, ", ");
+        }
+        type = "one of: " + type;
+      }
+      const std::string value = *spec.default_value ? std::string("`") + spec.default_value + "`"
+                                                    : std::string("(empty)");
+      out << "| `" << spec.key << "` | " << type << " | " << value << " | " << spec.help << " |\n";
+    }
+    if (!any) out << "No keys yet: the issue that builds this part adds them.\n";
+  }
+  return out.str();
+}
+
+}  // namespace cohort::train

@@ -1,0 +1,71 @@
+// Every trainer setting: section, key, type, default, help. docs/config.md is generated from it
+// (`cohort train --config-reference`), and a test keeps the two equal.
+#include "cohort/train/config.hpp"
+
+namespace cohort::train {
+
+const std::vector<std::string>& config_sections() {
+  static const std::vector<std::string> sections = {"model",    "data",       "optim",   "train",
+                                                    "parallel", "checkpoint", "monitor", "slurm"};
+  return sections;
+}
+
+const std::vector<KeySpec>& config_table() {
+  using K = KeyType;
+  static const std::vector<KeySpec> table = {
+      // [model]
+      {"model", "name", K::kChoice, "mlp", "the model", "mlp|cnn|gpt"},
+      {"model", "hidden", K::kIntList, "256,256", "mlp: hidden layer widths"},
+      {"model", "dropout", K::kFloat, "0.0", "dropout probability (mlp, gpt)"},
+      {"model", "width", K::kInt, "32", "cnn: channels of the first stage; gpt: model width"},
+      {"model", "blocks", K::kInt, "2", "cnn: residual blocks per stage; gpt: transformer layers"},
+      {"model", "heads", K::kInt, "4", "gpt: attention heads (width must divide by it)"},
+      {"model", "context", K::kInt, "128", "gpt: context length (the dataset's seq_len)"},
+      // [data]
+      {"data", "path", K::kString, "", "training dataset: file or shard directory (required)"},
+      {"data", "val_path", K::kString, "", "validation dataset (empty: no evaluation)"},
+      {"data", "batch_size", K::kInt, "64", "samples per rank per step"},
+      {"data", "shuffle", K::kBool, "true", "reshuffle every epoch (torch's DistributedSampler)"},
+      {"data", "prefetch", K::kInt, "2", "batches read ahead by the loader thread (0: off)"},
+      {"data", "driver", K::kChoice, "posix", "HDF5 file driver", "posix|mpio"},
+      {"data", "crop_padding", K::kInt, "0", "images: random-crop shift in pixels"},
+      {"data", "flip", K::kBool, "false", "images: random horizontal flip"},
+      // [optim]
+      {"optim", "name", K::kChoice, "sgd", "optimizer", "sgd|adamw"},
+      {"optim", "lr", K::kFloat, "0.1", "peak learning rate"},
+      {"optim", "momentum", K::kFloat, "0.9", "sgd: momentum"},
+      {"optim", "nesterov", K::kBool, "false", "sgd: Nesterov momentum"},
+      {"optim", "weight_decay", K::kFloat, "0.0", "L2 (sgd) or decoupled (adamw) weight decay"},
+      {"optim", "beta1", K::kFloat, "0.9", "adamw: first-moment decay"},
+      {"optim", "beta2", K::kFloat, "0.999", "adamw: second-moment decay"},
+      {"optim", "eps", K::kFloat, "1e-8", "adamw: denominator epsilon"},
+      {"optim", "schedule", K::kChoice, "constant", "learning-rate schedule",
+       "constant|step|cosine"},
+      {"optim", "warmup_steps", K::kInt, "0", "linear warmup from 0 (all schedules)"},
+      {"optim", "step_size", K::kInt, "1000", "step: multiply by gamma every step_size steps"},
+      {"optim", "gamma", K::kFloat, "0.1", "step: decay factor"},
+      {"optim", "min_lr", K::kFloat, "0.0", "cosine: final learning rate"},
+      {"optim", "clip_norm", K::kFloat, "0.0", "clip gradients to this global L2 norm (0: off)"},
+      {"optim", "accumulation", K::kInt, "1", "micro-batches per optimizer step (DDP no_sync)"},
+      // [train]
+      {"train", "epochs", K::kInt, "1", "epochs to train (max_steps may stop earlier)"},
+      {"train", "max_steps", K::kInt, "0", "optimizer steps to train (0: no limit)"},
+      {"train", "eval_every", K::kInt, "0", "evaluate every N steps (0: after each epoch)"},
+      {"train", "log_every", K::kInt, "10", "print a progress line every N steps"},
+      {"train", "seed", K::kInt, "0", "seeds the model, the sampler and augmentation"},
+      {"train", "target_metric", K::kChoice, "none", "stop early when it reaches target_value",
+       "none|accuracy|loss|perplexity"},
+      {"train", "target_value", K::kFloat, "0.0", "early-stop threshold for target_metric"},
+      {"train", "threads", K::kInt, "0",
+       "torch threads per rank (0: SLURM_CPUS_PER_TASK, else cores per local rank)"},
+      {"train", "run_dir", K::kString, "runs/latest", "where the resolved config and logs go"},
+      // [parallel]
+      {"parallel", "backend", K::kChoice, "mpi", "gradient all-reduce backend", "mpi|nccl"},
+      {"parallel", "bucket_mb", K::kFloat, "25", "DDP bucket size in MiB"},
+      {"parallel", "overlap", K::kBool, "false",
+       "all-reduce buckets during backward (pays with spare cores or a GPU)"},
+  };
+  return table;
+}
+
+}  // namespace cohort::train
