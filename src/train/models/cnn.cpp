@@ -1,0 +1,102 @@
+// cnn: a small ResNet. A 3x3 stem to model.width channels, then two stages of model.blocks basic
+// residual blocks (the second at twice the width and half the resolution), global average pooling
+// and a Linear to the classes. BatchNorm everywhere; DDP re-broadcasts its running statistics
+// from rank 0 at every step, so the ranks' buffers stay equal.
+#include <torch/nn/functional/activation.h>
+#include <torch/nn/functional/pooling.h>
+#include <torch/nn/modules/batchnorm.h>
+#include <torch/nn/modules/container/sequential.h>
+#include <torch/nn/modules/conv.h>
+#include <torch/nn/modules/linear.h>
+
+#include "cohort/error.hpp"
+#include "cohort/train/config.hpp"
+#include "cohort/train/model.hpp"
+
+namespace cohort::train {
+namespace {
+
+torch::nn::Conv2d conv3x3(std::int64_t in, std::int64_t out, std::int64_t stride) {
+  return torch::nn::Conv2d(
+      torch::nn::Conv2dOptions(in, out, 3).stride(stride).padding(1).bias(false));
+}
+
+class BasicBlock : public torch::nn::Module {
+ public:
+  BasicBlock(std::int64_t in, std::int64_t out, std::int64_t stride)
+      : conv1_(register_module("conv1", conv3x3(in, out, stride))),
+        bn1_(register_module("bn1", torch::nn::BatchNorm2d(out))),
+        conv2_(register_module("conv2", conv3x3(out, out, 1))),
+        bn2_(register_module("bn2", torch::nn::BatchNorm2d(out))) {
+    if (stride != 1 || in != out) {
+      shortcut_ = register_module(
+          "shortcut",
+          torch::nn::Sequential(
+              torch::nn::Conv2d(torch::nn::Conv2dOptions(in, out, 1).stride(stride).bias(false)),
+              torch::nn::BatchNorm2d(out)));
+    }
+  }
+
+  at::Tensor forward(const at::Tensor& x) {
+    at::Tensor y = torch::nn::functional::relu(bn1_->forward(conv1_->forward(x)));
+    y = bn2_->forward(conv2_->forward(y));
+    return torch::nn::functional::relu(y + (shortcut_ ? shortcut_->forward(x) : x));
+  }
+
+ private:
+  torch::nn::Conv2d conv1_;
+  torch::nn::BatchNorm2d bn1_;
+  torch::nn::Conv2d conv2_;
+  torch::nn::BatchNorm2d bn2_;
+  torch::nn::Sequential shortcut_{nullptr};
+};
+
+class Cnn : public Model {
+ public:
+  Cnn(const Config& config, const ModelInput& input) {
+    const auto& shape = input.sample_shape;
+    COHORT_CHECK(input.classes >= 2 && (shape.size() == 2 || shape.size() == 3), ConfigError,
+                 "model cnn: needs a classification set of images [C, H, W] or [H, W]");
+    const std::int64_t channels = shape.size() == 3 ? shape[0] : 1;
+    const std::int64_t width = config.get_int("model.width");
+    const std::int64_t blocks = config.get_int("model.blocks");
+    COHORT_CHECK(width >= 1 && blocks >= 1, ConfigError,
+                 "model cnn: model.width and model.blocks must be >= 1");
+    stem_ = register_module("stem", conv3x3(channels, width, 1));
+    stem_bn_ = register_module("stem_bn", torch::nn::BatchNorm2d(width));
+    std::int64_t in = width;
+    for (int stage = 0; stage < 2; ++stage) {
+      const std::int64_t out = width << stage;
+      for (std::int64_t b = 0; b < blocks; ++b) {
+        const std::int64_t stride = (stage > 0 && b == 0) ? 2 : 1;
+        blocks_.push_back(register_module("stage" + std::to_string(stage) + "_" + std::to_string(b),
+                                          std::make_shared<BasicBlock>(in, out, stride)));
+        in = out;
+      }
+    }
+    head_ = register_module("head", torch::nn::Linear(in, input.classes));
+  }
+
+  at::Tensor forward(const at::Tensor& inputs) override {
+    at::Tensor x = inputs.dim() == 3 ? inputs.unsqueeze(1) : inputs;
+    x = torch::nn::functional::relu(stem_bn_->forward(stem_->forward(x)));
+    for (auto& block : blocks_) x = block->forward(x);
+    x = torch::nn::functional::adaptive_avg_pool2d(
+        x, torch::nn::functional::AdaptiveAvgPool2dFuncOptions(1));
+    return head_->forward(x.flatten(1));
+  }
+
+ private:
+  torch::nn::Conv2d stem_{nullptr};
+  torch::nn::BatchNorm2d stem_bn_{nullptr};
+  std::vector<std::shared_ptr<BasicBlock>> blocks_;
+  torch::nn::Linear head_{nullptr};
+};
+
+}  // namespace
+
+COHORT_REGISTER_MODEL(cnn, [](const Config& config, const ModelInput& input) {
+  return std::make_shared<Cnn>(config, input);
+});
+
+}  // namespace cohort::train
