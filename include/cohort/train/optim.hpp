@@ -1,0 +1,47 @@
+// Optimization pieces built from config: the optimizer (SGD with momentum/Nesterov/weight decay,
+// or AdamW), the learning-rate schedule, and gradient clipping by global norm.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace torch::optim {
+class Optimizer;
+}
+
+namespace cohort::train {
+
+class Config;
+
+std::unique_ptr<torch::optim::Optimizer> make_optimizer(const Config& config,
+                                                        const std::vector<at::Tensor>& params);
+// Sets the learning rate of every parameter group.
+void set_learning_rate(torch::optim::Optimizer& optimizer, double lr);
+
+// lr(step), step counting optimizer steps from 0: a linear warmup over optim.warmup_steps, then
+// constant; step (x gamma every step_size steps); or cosine from lr to min_lr over the remaining
+// total_steps.
+class LrSchedule {
+ public:
+  LrSchedule(const Config& config, std::int64_t total_steps);
+  double at(std::int64_t step) const;
+
+ private:
+  std::string kind_;
+  double lr_, min_lr_, gamma_;
+  std::int64_t warmup_, step_size_, total_;
+};
+
+// Scales the gradients so that their global L2 norm is at most max_norm, and returns the norm
+// before clipping. reduce_squared_sum turns this process's sum of squares into the model's:
+// identity for replicated (data-parallel) parameters; a sum over the model-parallel group when
+// parameters are split across ranks, so that every rank clips by the same, whole-model norm.
+double clip_grad_norm(const std::vector<at::Tensor>& params, double max_norm,
+                      const std::function<double(double)>& reduce_squared_sum = {});
+
+}  // namespace cohort::train
