@@ -15,6 +15,7 @@ enum class ExitCode : int {
   kInternal = 1,    // a bug: report it
   kUsage = 2,       // usage, config or environment error
   kInput = 3,       // data or checkpoint input error
+  kDiverged = 4,    // training diverged: the loss became NaN or infinite
   kResumable = 75,  // checkpointed and stopped to be resumed
   kWatchdog = 76,   // a collective timed out
   kPeerLost = 77,   // a peer rank or node was lost
@@ -52,6 +53,12 @@ class EnvironmentError : public Error {
 class IoError : public Error {
  public:
   explicit IoError(const std::string& what) : Error(what, ExitCode::kInput) {}
+};
+
+// Training cannot go on: the loss became NaN or infinite.
+class TrainingError : public Error {
+ public:
+  explicit TrainingError(const std::string& what) : Error(what, ExitCode::kDiverged) {}
 };
 
 // A communication library (MPI, NCCL) call failed.

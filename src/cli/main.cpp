@@ -14,6 +14,8 @@ namespace cohort::cli {
 const std::vector<Command>& commands() {
   static const std::vector<Command> table = {
       {"env", "print where each rank stands: topology, devices, libraries", run_env},
+      {"train", "train a model on every rank: cohort launch -n N -- cohort train --config F",
+       run_train},
       {"config", "trainer configuration: check a file, print the key reference", run_config},
       {"data", "datasets: make-synthetic, import, inspect, split, stage", run_data},
       {"bench", "benchmarks against a baseline in the same run: allreduce, ddp, io", run_bench},
@@ -33,7 +35,8 @@ void print_help(std::ostream& out) {
   out << "  help      show this help (cohort <command> --help for a command's options)\n"
       << "\noptions:\n  --version  print the version\n"
       << "\nexit codes: 0 ok, 1 internal error, 2 usage/config/environment, 3 data or checkpoint "
-         "input,\n            75 stopped to be resumed, 76 watchdog, 77 peer lost "
+         "input,\n            4 training diverged, 75 stopped to be resumed, 76 watchdog, 77 peer "
+         "lost "
          "(docs/exit-codes.md)\n";
 }
 

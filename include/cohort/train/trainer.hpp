@@ -1,0 +1,64 @@
+// Trainer: the training loop of `cohort train`, on every rank.
+//
+// One step: accumulation x (next batch, forward, loss, backward) — all but the last inside DDP's
+// no_sync, so gradients are summed locally and all-reduced once — then clipping, the scheduled
+// learning rate and the optimizer step. The step's loss is all-reduced (every rank sees the same
+// value, so a NaN/Inf stops every rank at the same step with TrainingError, exit code 4).
+// Evaluation (every train.eval_every steps, or after each epoch) splits the validation set into
+// contiguous per-rank ranges and all-reduces loss sums and counts: the figures are exact and the
+// same on every rank, and so is the early-stop decision. Rank 0 writes <run_dir>/
+// config.resolved.ini and metrics.jsonl and prints grep-friendly progress lines.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace cohort::comm {
+class MpiSession;
+}
+
+namespace cohort::train {
+
+class Config;
+
+struct EvalResult {
+  double loss = 0;        // mean per sample (per token for language models)
+  double accuracy = 0;    // classification
+  double perplexity = 0;  // language models: exp(loss)
+  std::int64_t samples = 0;
+};
+
+struct TrainSummary {
+  std::int64_t steps = 0;
+  std::int64_t epochs = 0;  // epochs begun
+  double last_loss = 0;
+  bool evaluated = false;
+  EvalResult eval;
+  double seconds = 0;
+  double samples_per_s = 0;  // all ranks
+  std::string stop_reason;   // "epochs", "max_steps", "target reached"
+  int ranks = 1;
+  int threads = 1;
+  std::string config_hash;
+};
+
+class Trainer {
+ public:
+  Trainer(const Config& config, const comm::MpiSession& session);  // collective
+  ~Trainer();
+  Trainer(const Trainer&) = delete;
+  Trainer& operator=(const Trainer&) = delete;
+
+  TrainSummary run();  // collective
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// torch threads for this rank: train.threads, else SLURM_CPUS_PER_TASK, else the node's cores
+// divided among its local ranks.
+int threads_per_rank(std::int64_t configured, int local_ranks);
+
+}  // namespace cohort::train

@@ -1,0 +1,70 @@
+// `cohort train --config FILE [--set section.key=value ...] [--json]`: trains on every rank of the
+// launch (`cohort launch -n N -- cohort train ...` picks srun or mpirun) and prints a summary.
+#include <boost/program_options.hpp>
+#include <cstdio>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "cohort/comm/mpi_session.hpp"
+#include "cohort/error.hpp"
+#include "cohort/train/config.hpp"
+#include "cohort/train/trainer.hpp"
+#include "command.hpp"
+
+namespace po = boost::program_options;
+
+namespace cohort::cli {
+
+int run_train(const std::vector<std::string>& args, int* argc, char*** argv) {
+  std::string file;
+  std::vector<std::string> overrides;
+  po::options_description desc("cohort train options");
+  desc.add_options()("help,h", "show this help")("config,c", po::value(&file),
+                                                 "INI file (docs/config.md)")(
+      "set", po::value(&overrides)->composing(), "override: section.key=value (repeatable)")(
+      "json", "print the summary as JSON");
+  po::variables_map vm;
+  po::store(po::command_line_parser(args).options(desc).run(), vm);
+  if (vm.count("help")) {
+    std::cout << "usage: cohort launch -n N -- cohort train --config FILE [--set k=v ...]\n"
+              << desc;
+    return 0;
+  }
+  po::notify(vm);
+  const auto config = train::Config::load(file, overrides);  // before MPI: errors come fast
+  comm::MpiSession session(argc, argv);
+  train::Trainer trainer(config, session);
+  const auto s = trainer.run();
+  if (session.rank() != 0) return 0;
+  nlohmann::json out = {{"steps", s.steps},
+                        {"epochs", s.epochs},
+                        {"ranks", s.ranks},
+                        {"threads_per_rank", s.threads},
+                        {"last_loss", s.last_loss},
+                        {"seconds", s.seconds},
+                        {"samples_per_s", s.samples_per_s},
+                        {"stop_reason", s.stop_reason},
+                        {"config_hash", s.config_hash}};
+  if (s.evaluated) {
+    out["eval"] = {{"loss", s.eval.loss},
+                   {"accuracy", s.eval.accuracy},
+                   {"perplexity", s.eval.perplexity},
+                   {"samples", s.eval.samples}};
+  }
+  if (vm.count("json")) {
+    std::cout << out.dump(2) << "\n";
+    return 0;
+  }
+  std::printf(
+      "done: %lld steps, %lld epoch(s), %d rank(s) x %d thread(s), %.1f s, %.0f samples/s (%s)\n",
+      static_cast<long long>(s.steps), static_cast<long long>(s.epochs), s.ranks, s.threads,
+      s.seconds, s.samples_per_s, s.stop_reason.c_str());
+  if (s.evaluated) {
+    std::printf("final eval: loss %.4f accuracy %.4f perplexity %.3f on %lld samples\n",
+                s.eval.loss, s.eval.accuracy, s.eval.perplexity,
+                static_cast<long long>(s.eval.samples));
+  }
+  return 0;
+}
+
+}  // namespace cohort::cli

@@ -1,0 +1,57 @@
+#include <ATen/ops/tensor.h>
+#include <torch/autograd.h>
+#include <torch/nn/functional/loss.h>
+
+#include <cmath>
+
+#include "cohort/data/reader.hpp"
+#include "train/step.hpp"
+
+namespace cohort::train {
+
+at::Tensor loss_of(const at::Tensor& logits, const at::Tensor& targets) {
+  if (logits.dim() == 3) {
+    return torch::nn::functional::cross_entropy(logits.flatten(0, 1), targets.flatten());
+  }
+  return torch::nn::functional::cross_entropy(logits, targets);
+}
+
+void broadcast_buffers(Model& model, comm::Communicator& comm) {
+  for (auto& buffer : model.buffers()) comm.broadcast_async(buffer, 0)->wait();
+}
+
+EvalResult evaluate(Model& model, const std::string& path, std::int64_t batch_size,
+                    comm::Communicator& comm) {
+  broadcast_buffers(model, comm);
+  model.eval();
+  torch::NoGradGuard no_grad;
+  data::ReaderOptions options;
+  options.pin_memory = false;
+  data::BatchReader reader(path, options);
+  const std::int64_t n = reader.info().num_samples;
+  const std::int64_t first = n * comm.rank() / comm.size();
+  const std::int64_t last = n * (comm.rank() + 1) / comm.size();
+  double loss_sum = 0, correct = 0, count = 0;
+  for (std::int64_t begin = first; begin < last; begin += batch_size) {
+    std::vector<std::int64_t> indices;
+    for (std::int64_t i = begin; i < std::min(last, begin + batch_size); ++i) indices.push_back(i);
+    const data::Batch batch = reader.read(indices);
+    const at::Tensor logits = model.forward(batch.inputs);
+    const double items = static_cast<double>(batch.targets.numel());  // samples, or tokens
+    loss_sum += loss_of(logits, batch.targets).item<double>() * items;
+    correct += logits.argmax(-1).eq(batch.targets).sum().item<double>();
+    count += items;
+  }
+  at::Tensor sums = at::tensor({loss_sum, correct, count}, at::kDouble);
+  comm.all_reduce(sums);
+  model.train();
+  EvalResult result;
+  const auto* s = sums.data_ptr<double>();
+  result.samples = static_cast<std::int64_t>(s[2]);
+  result.loss = s[2] > 0 ? s[0] / s[2] : 0;
+  result.accuracy = s[2] > 0 ? s[1] / s[2] : 0;
+  result.perplexity = std::exp(result.loss);
+  return result;
+}
+
+}  // namespace cohort::train

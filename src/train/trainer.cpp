@@ -1,0 +1,238 @@
+#include "cohort/train/trainer.hpp"
+
+#include <ATen/Parallel.h>
+#include <ATen/ops/tensor.h>
+#include <torch/optim/optimizer.h>
+#include <torch/utils.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <thread>
+
+#include "cohort/comm/factory.hpp"
+#include "cohort/data/checksum.hpp"
+#include "cohort/data/loader.hpp"
+#include "cohort/ddp/distributed_data_parallel.hpp"
+#include "cohort/error.hpp"
+#include "cohort/train/config.hpp"
+#include "cohort/train/optim.hpp"
+#include "train/step.hpp"
+
+namespace cohort::train {
+
+int threads_per_rank(std::int64_t configured, int local_ranks) {
+  if (configured > 0) return static_cast<int>(configured);
+  if (const char* cpus = std::getenv("SLURM_CPUS_PER_TASK")) {
+    if (std::atoi(cpus) > 0) return std::atoi(cpus);
+  }
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  return std::max(1, cores / std::max(1, local_ranks));
+}
+
+struct Trainer::Impl {
+  const Config& config;
+  const comm::MpiSession& session;
+  std::unique_ptr<comm::Communicator> comm;
+  std::unique_ptr<data::DataLoader> loader;
+  std::shared_ptr<Model> model;
+  std::unique_ptr<ddp::DistributedDataParallel> ddp;
+  std::unique_ptr<torch::optim::Optimizer> optimizer;
+  std::unique_ptr<LrSchedule> schedule;
+  std::ofstream metrics;  // rank 0
+  std::int64_t accumulation = 1, total_steps = 0;
+  TrainSummary summary;
+
+  Impl(const Config& c, const comm::MpiSession& s) : config(c), session(s) {}
+  void setup();
+  double step(const std::vector<data::Batch>& micro, std::int64_t index);
+  bool evaluate_and_check(std::int64_t step);
+  void log(nlohmann::json record);
+};
+
+void Trainer::Impl::setup() {
+  summary.ranks = session.size();
+  summary.threads = threads_per_rank(config.get_int("train.threads"), session.node_size());
+  at::set_num_threads(summary.threads);
+  summary.config_hash = config.hash();
+  torch::manual_seed(static_cast<std::uint64_t>(config.get_int("train.seed")));
+  comm = comm::make_communicator(session, config.get_string("parallel.backend") == "nccl"
+                                              ? comm::Backend::kNccl
+                                              : comm::Backend::kMpi);
+  data::LoaderOptions o;
+  o.path = config.get_string("data.path");
+  COHORT_CHECK(!o.path.empty(), ConfigError, "data.path: no training dataset given");
+  o.batch_size = config.get_int("data.batch_size");
+  o.rank = session.rank();
+  o.world = session.size();
+  o.seed = static_cast<std::uint64_t>(config.get_int("train.seed"));
+  o.shuffle = config.get_bool("data.shuffle");
+  o.prefetch = static_cast<int>(config.get_int("data.prefetch"));
+  o.reader.driver = data::parse_io_driver(config.get_string("data.driver"));
+  o.reader.session = &session;
+  o.reader.seed = o.seed;
+  o.reader.augment = {static_cast<int>(config.get_int("data.crop_padding")),
+                      config.get_bool("data.flip")};
+  loader = std::make_unique<data::DataLoader>(o);
+  const auto& info = loader->info();
+  model = build_model(config,
+                      ModelInput{info.sample_shape, info.classes, info.vocab_size, info.seq_len});
+  ddp::DdpOptions d;
+  d.bucket_bytes = static_cast<std::size_t>(config.get_float("parallel.bucket_mb") * 1048576);
+  d.overlap = config.get_bool("parallel.overlap");
+  ddp = std::make_unique<ddp::DistributedDataParallel>(*model, *comm, d);
+  optimizer = make_optimizer(config, model->parameters());
+  accumulation = config.get_int("optim.accumulation");
+  COHORT_CHECK(accumulation >= 1 && accumulation <= loader->batches_per_epoch(), ConfigError,
+               "optim.accumulation must be 1..", loader->batches_per_epoch(),
+               " (batches per epoch)");
+  total_steps = loader->batches_per_epoch() / accumulation * config.get_int("train.epochs");
+  if (config.get_int("train.max_steps") > 0) {
+    total_steps = std::min(total_steps, config.get_int("train.max_steps"));
+  }
+  schedule = std::make_unique<LrSchedule>(config, total_steps);
+}
+
+void Trainer::Impl::log(nlohmann::json record) {
+  if (session.rank() == 0 && metrics.is_open()) metrics << record.dump() << "\n" << std::flush;
+}
+
+// One optimizer step over the micro-batches; returns the step's loss averaged over all ranks.
+double Trainer::Impl::step(const std::vector<data::Batch>& micro, std::int64_t index) {
+  double local = 0;
+  for (std::size_t i = 0; i < micro.size(); ++i) {
+    std::optional<ddp::DistributedDataParallel::NoSync> local_only;
+    if (i + 1 < micro.size()) local_only.emplace(*ddp);  // sum locally, reduce once at the end
+    ddp->begin_step();
+    at::Tensor loss = loss_of(model->forward(micro[i].inputs), micro[i].targets) /
+                      static_cast<double>(micro.size());
+    loss.backward();
+    ddp->finish_step();
+    local += loss.item<double>();
+  }
+  const double clip = config.get_float("optim.clip_norm");
+  if (clip > 0) clip_grad_norm(model->parameters(), clip);
+  set_learning_rate(*optimizer, schedule->at(index));
+  optimizer->step();
+  at::Tensor mean = at::tensor({local}, at::kDouble);
+  comm->all_reduce(mean);
+  const double loss = mean.item<double>() / session.size();
+  COHORT_CHECK(std::isfinite(loss), TrainingError, "training diverged at step ", index + 1,
+               ": the loss is ", loss, " (lower optim.lr, or set optim.clip_norm)");
+  return loss;
+}
+
+// Evaluates when a validation set is given; true when the target metric is reached.
+bool Trainer::Impl::evaluate_and_check(std::int64_t step_index) {
+  const std::string& val = config.get_string("data.val_path");
+  if (val.empty()) return false;
+  summary.eval = evaluate(*model, val, config.get_int("data.batch_size"), *comm);
+  summary.evaluated = true;
+  const auto& e = summary.eval;
+  if (session.rank() == 0) {
+    std::printf("eval  step %lld: loss %.4f accuracy %.4f perplexity %.3f (%lld samples)\n",
+                static_cast<long long>(step_index), e.loss, e.accuracy, e.perplexity,
+                static_cast<long long>(e.samples));
+    std::fflush(stdout);
+  }
+  log({{"event", "eval"},
+       {"step", step_index},
+       {"loss", e.loss},
+       {"accuracy", e.accuracy},
+       {"perplexity", e.perplexity},
+       {"samples", e.samples}});
+  const std::string& metric = config.get_string("train.target_metric");
+  const double target = config.get_float("train.target_value");
+  if (metric == "accuracy") return e.accuracy >= target;
+  if (metric == "loss") return e.loss <= target;
+  if (metric == "perplexity") return e.perplexity <= target;
+  return false;
+}
+
+Trainer::Trainer(const Config& config, const comm::MpiSession& session)
+    : impl_(std::make_unique<Impl>(config, session)) {
+  impl_->setup();
+  if (session.rank() == 0) {
+    const std::string dir = config.get_string("train.run_dir");
+    std::error_code error;
+    std::filesystem::create_directories(dir, error);
+    COHORT_CHECK(!error, ConfigError, "train.run_dir: cannot create ", dir, ": ", error.message());
+    std::ofstream(dir + "/config.resolved.ini") << config.resolved_ini();
+    impl_->metrics.open(dir + "/metrics.jsonl", std::ios::trunc);
+  }
+}
+
+Trainer::~Trainer() = default;
+
+TrainSummary Trainer::run() {
+  auto& im = *impl_;
+  using Clock = std::chrono::steady_clock;
+  const auto start = Clock::now();
+  const std::int64_t epochs = im.config.get_int("train.epochs");
+  const std::int64_t eval_every = im.config.get_int("train.eval_every");
+  const std::int64_t log_every = im.config.get_int("train.log_every");
+  const std::int64_t batch_size = im.config.get_int("data.batch_size");
+  auto& s = im.summary;
+  s.stop_reason = "epochs";
+  std::int64_t step = 0, evaluated_at = -1;
+  std::vector<data::Batch> micro;
+  bool stop = false;
+  const auto finish_eval = [&] {
+    evaluated_at = step;
+    if (im.evaluate_and_check(step)) {
+      stop = true;
+      s.stop_reason = "target reached";
+    }
+  };
+  for (std::int64_t epoch = 0; epoch < epochs && !stop; ++epoch) {
+    s.epochs = epoch + 1;
+    while (auto batch = im.loader->next()) {
+      micro.push_back(std::move(*batch));
+      if (static_cast<std::int64_t>(micro.size()) < im.accumulation) continue;
+      s.last_loss = im.step(micro, step);
+      micro.clear();
+      ++step;
+      const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
+      s.samples_per_s =
+          static_cast<double>(step * im.accumulation * batch_size * s.ranks) / elapsed;
+      im.log({{"event", "step"},
+              {"step", step},
+              {"epoch", epoch},
+              {"loss", s.last_loss},
+              {"lr", im.schedule->at(step - 1)}});
+      if (im.session.rank() == 0 && log_every > 0 && (step % log_every == 0 || step == 1)) {
+        std::printf(
+            "step  %lld/%lld epoch %lld loss %.4f lr %.5f samples/s %.0f data-wait %.1f%%\n",
+            static_cast<long long>(step), static_cast<long long>(im.total_steps),
+            static_cast<long long>(epoch), s.last_loss, im.schedule->at(step - 1), s.samples_per_s,
+            100 * im.loader->wait().total_seconds / elapsed);
+        std::fflush(stdout);
+      }
+      if (eval_every > 0 && step % eval_every == 0) finish_eval();
+      if (step >= im.total_steps) {
+        stop = true;
+        if (s.stop_reason == "epochs" && im.config.get_int("train.max_steps") > 0) {
+          s.stop_reason = "max_steps";
+        }
+      }
+      if (stop) break;
+    }
+    micro.clear();  // a partial accumulation group at the epoch's end is dropped on every rank
+    if (!stop && eval_every == 0) finish_eval();
+  }
+  if (evaluated_at != step) finish_eval();  // the final model is always evaluated
+  s.steps = step;
+  s.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  im.log({{"event", "end"},
+          {"steps", s.steps},
+          {"seconds", s.seconds},
+          {"samples_per_s", s.samples_per_s},
+          {"stop_reason", s.stop_reason}});
+  return s;
+}
+
+}  // namespace cohort::train
