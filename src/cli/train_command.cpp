@@ -34,7 +34,7 @@ int run_train(const std::vector<std::string>& args, int* argc, char*** argv) {
   const auto config = train::Config::load(file, overrides);  // before MPI: errors come fast
   comm::MpiSession session(argc, argv);
   train::Trainer trainer(config, session);
-  const auto s = trainer.run();
+  const auto s = trainer.run(vm.count("json") ? stderr : stdout);
   if (session.rank() != 0) return 0;
   nlohmann::json out = {{"steps", s.steps},
                         {"epochs", s.epochs},

@@ -44,6 +44,7 @@ struct Trainer::Impl {
   std::unique_ptr<torch::optim::Optimizer> optimizer;
   std::unique_ptr<LrSchedule> schedule;
   std::ofstream metrics;  // rank 0
+  std::FILE* progress = stdout;
   std::int64_t accumulation = 1, total_steps = 0;
   TrainSummary summary;
 
@@ -134,10 +135,11 @@ bool Trainer::Impl::evaluate_and_check(std::int64_t step_index) {
   summary.evaluated = true;
   const auto& e = summary.eval;
   if (session.rank() == 0) {
-    std::printf("eval  step %lld: loss %.4f accuracy %.4f perplexity %.3f (%lld samples)\n",
-                static_cast<long long>(step_index), e.loss, e.accuracy, e.perplexity,
-                static_cast<long long>(e.samples));
-    std::fflush(stdout);
+    std::fprintf(progress,
+                 "eval  step %lld: loss %.4f accuracy %.4f perplexity %.3f (%lld samples)\n",
+                 static_cast<long long>(step_index), e.loss, e.accuracy, e.perplexity,
+                 static_cast<long long>(e.samples));
+    std::fflush(progress);
   }
   log({{"event", "eval"},
        {"step", step_index},
@@ -168,7 +170,8 @@ Trainer::Trainer(const Config& config, const comm::MpiSession& session)
 
 Trainer::~Trainer() = default;
 
-TrainSummary Trainer::run() {
+TrainSummary Trainer::run(std::FILE* progress) {
+  impl_->progress = progress;
   auto& im = *impl_;
   using Clock = std::chrono::steady_clock;
   const auto start = Clock::now();
@@ -205,12 +208,13 @@ TrainSummary Trainer::run() {
               {"loss", s.last_loss},
               {"lr", im.schedule->at(step - 1)}});
       if (im.session.rank() == 0 && log_every > 0 && (step % log_every == 0 || step == 1)) {
-        std::printf(
+        std::fprintf(
+            im.progress,
             "step  %lld/%lld epoch %lld loss %.4f lr %.5f samples/s %.0f data-wait %.1f%%\n",
             static_cast<long long>(step), static_cast<long long>(im.total_steps),
             static_cast<long long>(epoch), s.last_loss, im.schedule->at(step - 1), s.samples_per_s,
             100 * im.loader->wait().total_seconds / elapsed);
-        std::fflush(stdout);
+        std::fflush(im.progress);
       }
       if (eval_every > 0 && step % eval_every == 0) finish_eval();
       if (step >= im.total_steps) {

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdio>
 #include <memory>
 #include <string>
 
@@ -50,7 +51,8 @@ class Trainer {
   Trainer(const Trainer&) = delete;
   Trainer& operator=(const Trainer&) = delete;
 
-  TrainSummary run();  // collective
+  // Progress and evaluation lines go to `progress` on rank 0 (stderr when stdout carries JSON).
+  TrainSummary run(std::FILE* progress = stdout);  // collective
 
  private:
   struct Impl;
