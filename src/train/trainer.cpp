@@ -46,6 +46,7 @@ struct Trainer::Impl {
   std::ofstream metrics;  // rank 0
   std::FILE* progress = stdout;
   std::int64_t accumulation = 1, total_steps = 0;
+  bool limited_by_steps = false;  // train.max_steps ends the run before train.epochs do
   TrainSummary summary;
 
   Impl(const Config& c, const comm::MpiSession& s) : config(c), session(s) {}
@@ -92,9 +93,9 @@ void Trainer::Impl::setup() {
                "optim.accumulation must be 1..", loader->batches_per_epoch(),
                " (batches per epoch)");
   total_steps = loader->batches_per_epoch() / accumulation * config.get_int("train.epochs");
-  if (config.get_int("train.max_steps") > 0) {
-    total_steps = std::min(total_steps, config.get_int("train.max_steps"));
-  }
+  const std::int64_t max_steps = config.get_int("train.max_steps");
+  limited_by_steps = max_steps > 0 && max_steps < total_steps;
+  if (limited_by_steps) total_steps = max_steps;
   schedule = std::make_unique<LrSchedule>(config, total_steps);
 }
 
@@ -219,9 +220,7 @@ TrainSummary Trainer::run(std::FILE* progress) {
       if (eval_every > 0 && step % eval_every == 0) finish_eval();
       if (step >= im.total_steps) {
         stop = true;
-        if (s.stop_reason == "epochs" && im.config.get_int("train.max_steps") > 0) {
-          s.stop_reason = "max_steps";
-        }
+        if (s.stop_reason == "epochs" && im.limited_by_steps) s.stop_reason = "max_steps";
       }
       if (stop) break;
     }
