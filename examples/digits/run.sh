@@ -6,13 +6,11 @@
 # Works from any directory; data and the run directory go to the current one.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-cohort=${COHORT:-cohort}
-ranks=2
-if [[ "${1:-}" =~ ^[0-9]+$ ]]; then ranks=$1; shift; fi
-mkdir -p data
+# shellcheck source=../common.sh
+source "$here/../common.sh"
 if [ ! -f data/digits-val.h5 ]; then
   "$cohort" data import digits --out data/digits.h5 >&2
   "$cohort" data split data/digits.h5 --train data/digits-train.h5 --val data/digits-val.h5 \
     --val-fraction 0.2 --seed 0 >&2
 fi
-exec "$cohort" launch -n "$ranks" -- "$cohort" train --config "$here/digits.ini" "$@"
+launch_train "$here/digits.ini"

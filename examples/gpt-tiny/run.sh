@@ -4,10 +4,8 @@
 #   examples/gpt-tiny/run.sh [RANKS] [--set section.key=value ...]
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-cohort=${COHORT:-cohort}
-ranks=2
-if [[ "${1:-}" =~ ^[0-9]+$ ]]; then ranks=$1; shift; fi
-mkdir -p data
+# shellcheck source=../common.sh
+source "$here/../common.sh"
 if [ ! -f data/corpus-val.h5 ]; then
   corpus=$(find /usr/share/common-licenses -maxdepth 1 -type f | sort)
   # shellcheck disable=SC2086
@@ -15,4 +13,4 @@ if [ ! -f data/corpus-val.h5 ]; then
   "$cohort" data split data/corpus.h5 --train data/corpus-train.h5 --val data/corpus-val.h5 \
     --val-fraction 0.1 >&2
 fi
-exec "$cohort" launch -n "$ranks" -- "$cohort" train --config "$here/gpt-tiny.ini" "$@"
+launch_train "$here/gpt-tiny.ini"
