@@ -32,11 +32,13 @@ EvalResult evaluate(Model& model, const std::string& path, std::int64_t batch_si
   const std::int64_t first = n * comm.rank() / comm.size();
   const std::int64_t last = n * (comm.rank() + 1) / comm.size();
   double loss_sum = 0, correct = 0, count = 0;
+  bool per_token = false;
   for (std::int64_t begin = first; begin < last; begin += batch_size) {
     std::vector<std::int64_t> indices;
     for (std::int64_t i = begin; i < std::min(last, begin + batch_size); ++i) indices.push_back(i);
     const data::Batch batch = reader.read(indices);
     const at::Tensor logits = model.forward(batch.inputs);
+    per_token = logits.dim() == 3;
     const double items = static_cast<double>(batch.targets.numel());  // samples, or tokens
     loss_sum += loss_of(logits, batch.targets).item<double>() * items;
     correct += logits.argmax(-1).eq(batch.targets).sum().item<double>();
@@ -51,6 +53,7 @@ EvalResult evaluate(Model& model, const std::string& path, std::int64_t batch_si
   result.loss = s[2] > 0 ? s[0] / s[2] : 0;
   result.accuracy = s[2] > 0 ? s[1] / s[2] : 0;
   result.perplexity = std::exp(result.loss);
+  result.per_token = per_token;
   return result;
 }
 

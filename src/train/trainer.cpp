@@ -136,10 +136,9 @@ bool Trainer::Impl::evaluate_and_check(std::int64_t step_index) {
   summary.evaluated = true;
   const auto& e = summary.eval;
   if (session.rank() == 0) {
-    std::fprintf(progress,
-                 "eval  step %lld: loss %.4f accuracy %.4f perplexity %.3f (%lld samples)\n",
+    std::fprintf(progress, "eval  step %lld: loss %.4f accuracy %.4f perplexity %.3f (%lld %s)\n",
                  static_cast<long long>(step_index), e.loss, e.accuracy, e.perplexity,
-                 static_cast<long long>(e.samples));
+                 static_cast<long long>(e.samples), e.per_token ? "tokens" : "samples");
     std::fflush(progress);
   }
   log({{"event", "eval"},

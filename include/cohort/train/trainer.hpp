@@ -24,10 +24,11 @@ namespace cohort::train {
 class Config;
 
 struct EvalResult {
-  double loss = 0;        // mean per sample (per token for language models)
-  double accuracy = 0;    // classification
-  double perplexity = 0;  // language models: exp(loss)
-  std::int64_t samples = 0;
+  double loss = 0;           // mean per sample (per token for language models)
+  double accuracy = 0;       // classification
+  double perplexity = 0;     // language models: exp(loss)
+  std::int64_t samples = 0;  // targets evaluated: samples, or tokens for language models
+  bool per_token = false;    // a language model: loss and counts are per token
 };
 
 struct TrainSummary {
