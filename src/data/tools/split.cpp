@@ -39,8 +39,8 @@ void copy_tokens(const DatasetInfo& info, std::int64_t first, std::int64_t count
   h5::Hid file = h5::open_file(info.shards.front().path);
   h5::Hid tokens = h5::open_dataset(file.get(), "/tokens", info.path);
   std::vector<std::int32_t> values(static_cast<std::size_t>(count));
-  h5::read_runs(tokens.get(), {h5::Run{first, count}}, DType::kInt32, values.data(), H5P_DEFAULT, false,
-                info.path + ": dataset '/tokens'");
+  h5::read_runs(tokens.get(), {h5::Run{first, count}}, DType::kInt32, values.data(), H5P_DEFAULT,
+                false, info.path + ": dataset '/tokens'");
   WriterSpec spec = spec_like(info, 0);
   spec.num_tokens = count;
   spec.split = split;
