@@ -12,19 +12,13 @@
 #include <vector>
 
 #include "cohort/error.hpp"
+#include "data/unique_fd.hpp"
 
 namespace cohort::data {
 namespace {
 
 struct StateDeleter {
   void operator()(XXH3_state_t* state) const { XXH3_freeState(state); }
-};
-
-struct Fd {
-  int fd = -1;
-  ~Fd() {
-    if (fd >= 0) ::close(fd);
-  }
 };
 
 }  // namespace
@@ -36,14 +30,13 @@ std::string format_checksum(std::uint64_t hash) {
 }
 
 std::string file_checksum(const std::string& path) {
-  Fd file{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
-  COHORT_CHECK(file.fd >= 0, IoError, path, ": cannot open: ", std::strerror(errno));
+  const UniqueFd file = UniqueFd::open_read_only(path);
   std::unique_ptr<XXH3_state_t, StateDeleter> state(XXH3_createState());
   COHORT_CHECK(state && XXH3_64bits_reset(state.get()) == XXH_OK, IoError,
                "xxhash: cannot allocate its state");
   std::vector<char> buffer(4u << 20);
   for (;;) {
-    const ssize_t got = ::read(file.fd, buffer.data(), buffer.size());
+    const ssize_t got = ::read(file.get(), buffer.data(), buffer.size());
     if (got < 0 && errno == EINTR) continue;
     COHORT_CHECK(got >= 0, IoError, path, ": read failed: ", std::strerror(errno));
     if (got == 0) break;

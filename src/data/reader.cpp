@@ -13,6 +13,7 @@
 #include "data/h5/file.hpp"
 #include "data/h5/mpio.hpp"
 #include "data/h5/row_locator.hpp"
+#include "data/unique_fd.hpp"
 
 namespace cohort::data {
 namespace {
@@ -31,7 +32,7 @@ struct Shard {
   h5::Hid inputs;  // or /tokens
   h5::Hid targets;
   // The pread path (POSIX driver, qualifying layouts only).
-  std::unique_ptr<h5::ReadOnlyFd> fd;
+  UniqueFd fd;
   std::optional<h5::RowLocator> input_rows, target_rows;
 };
 
@@ -57,7 +58,7 @@ struct BatchReader::Impl {
                  const std::vector<h5::Run>& runs, DType dtype, void* out, const char* name) {
     const std::string where = shard.path + ": dataset '" + name + "'";
     if (rows) {
-      rows->read(shard.fd->get(), runs, out, where);
+      rows->read(shard.fd.get(), runs, out, where);
       stats.pread_runs += static_cast<std::int64_t>(runs.size());
     } else {
       h5::read_runs(dataset, runs, dtype, out, transfer(), combined(), where);
@@ -99,7 +100,7 @@ BatchReader::BatchReader(const std::string& path, ReaderOptions options)
             h5::RowLocator::build(shard.targets.get(), impl_->info.target_dtype, info.path);
       }
       if (shard.input_rows || shard.target_rows) {
-        shard.fd = std::make_unique<h5::ReadOnlyFd>(info.path);
+        shard.fd = UniqueFd::open_read_only(info.path);
       }
     }
     first += info.samples;

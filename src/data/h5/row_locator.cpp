@@ -20,14 +20,6 @@ bool same_bytes_as_native(hid_t dataset, DType dtype, const std::string& where) 
 
 }  // namespace
 
-ReadOnlyFd::ReadOnlyFd(const std::string& path) : fd_(::open(path.c_str(), O_RDONLY | O_CLOEXEC)) {
-  COHORT_CHECK(fd_ >= 0, IoError, path, ": cannot open: ", std::strerror(errno));
-}
-
-ReadOnlyFd::~ReadOnlyFd() {
-  if (fd_ >= 0) ::close(fd_);
-}
-
 std::optional<RowLocator> RowLocator::build(hid_t dataset, DType dtype, const std::string& where) {
   auto lock = h5_lock();
   const auto extent = dims(dataset, where);

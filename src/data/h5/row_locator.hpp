@@ -19,19 +19,6 @@
 
 namespace cohort::data::h5 {
 
-// A read-only file descriptor, closed on destruction.
-class ReadOnlyFd {
- public:
-  explicit ReadOnlyFd(const std::string& path);  // throws IoError
-  ~ReadOnlyFd();
-  ReadOnlyFd(const ReadOnlyFd&) = delete;
-  ReadOnlyFd& operator=(const ReadOnlyFd&) = delete;
-  int get() const { return fd_; }
-
- private:
-  int fd_ = -1;
-};
-
 class RowLocator {
  public:
   // nullopt when the dataset's layout does not qualify.

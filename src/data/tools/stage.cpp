@@ -16,6 +16,7 @@
 #include "cohort/data/checksum.hpp"
 #include "cohort/data/tools.hpp"
 #include "cohort/error.hpp"
+#include "data/unique_fd.hpp"
 
 extern char** environ;
 
@@ -23,22 +24,15 @@ namespace cohort::data {
 namespace fs = std::filesystem;
 namespace {
 
-struct Fd {
-  int fd = -1;
-  ~Fd() {
-    if (fd >= 0) ::close(fd);
-  }
-};
-
 // Runs argv (PATH lookup), passing stderr through; returns its stdout. Throws IoError when it
 // cannot start or exits non-zero, naming the command.
 std::string run_process(const std::vector<std::string>& argv) {
   int pipe_fds[2];
   COHORT_CHECK(::pipe2(pipe_fds, O_CLOEXEC) == 0, IoError, "pipe: ", std::strerror(errno));
-  Fd read_end{pipe_fds[0]}, write_end{pipe_fds[1]};
+  UniqueFd read_end(pipe_fds[0]), write_end(pipe_fds[1]);
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, write_end.fd, STDOUT_FILENO);
+  posix_spawn_file_actions_adddup2(&actions, write_end.get(), STDOUT_FILENO);
   std::vector<char*> c_argv;
   for (const auto& arg : argv) c_argv.push_back(const_cast<char*>(arg.c_str()));
   c_argv.push_back(nullptr);
@@ -46,12 +40,11 @@ std::string run_process(const std::vector<std::string>& argv) {
   const int rc = posix_spawnp(&pid, c_argv[0], &actions, nullptr, c_argv.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
   COHORT_CHECK(rc == 0, IoError, "stage: cannot run ", argv[0], ": ", std::strerror(rc));
-  ::close(write_end.fd);
-  write_end.fd = -1;
+  write_end.reset();  // the child holds the write end now: EOF once it exits
   std::string out;
   char buffer[4096];
   for (;;) {
-    const ssize_t got = ::read(read_end.fd, buffer, sizeof buffer);
+    const ssize_t got = ::read(read_end.get(), buffer, sizeof buffer);
     if (got < 0 && errno == EINTR) continue;
     if (got <= 0) break;
     out.append(buffer, static_cast<std::size_t>(got));
