@@ -8,6 +8,7 @@
 
 #include "cohort/env/environment.hpp"
 #include "cohort/env/launch.hpp"
+#include "cohort/env/system_info.hpp"
 #include "cohort/error.hpp"
 #include "command.hpp"
 
@@ -37,6 +38,7 @@ int run_launch(const std::vector<std::string>& args, int* /*argc*/, char*** /*ar
   }
   po::notify(vm);
   launch.running_as_root = geteuid() == 0;
+  launch.cores = env::online_cpus();
   const auto argv = env::launch_argv(env::detect(env::Environment::from_process()), launch);
   if (vm.count("dry-run")) {
     for (const auto& word : argv) std::cout << word << (&word == &argv.back() ? "\n" : " ");

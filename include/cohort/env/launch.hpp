@@ -14,6 +14,7 @@ struct LaunchOptions {
   int ranks = 1;
   std::vector<std::string> command;
   bool running_as_root = false;  // mpirun refuses root unless told
+  int cores = 0;                 // this node's cores (0: unknown); decides mpirun's binding
 };
 
 // Throws UsageError when ranks < 1, the command is empty, or this process is already one rank of

@@ -21,6 +21,18 @@ BOOST_AUTO_TEST_CASE(mpirun_outside_slurm) {
              boost::test_tools::per_element());
 }
 
+// Fewer ranks than cores: unbound, so that a rank's threads spread over the cores it is meant to
+// use; as many ranks as cores (or more): Open MPI's own binding.
+BOOST_AUTO_TEST_CASE(mpirun_unbinds_ranks_that_own_several_cores) {
+  Topology lone;
+  BOOST_TEST(launch_argv(lone, {1, {"x"}, false, 2}) ==
+                 (Argv{"mpirun", "--oversubscribe", "-np", "1", "--bind-to", "none", "x"}),
+             boost::test_tools::per_element());
+  BOOST_TEST(launch_argv(lone, {2, {"x"}, false, 2}) ==
+                 (Argv{"mpirun", "--oversubscribe", "-np", "2", "x"}),
+             boost::test_tools::per_element());
+}
+
 BOOST_AUTO_TEST_CASE(srun_inside_an_allocation) {
   for (const auto launcher : {Launcher::kSlurmBatch, Launcher::kSlurmAlloc}) {
     Topology shell;
