@@ -5,6 +5,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "cohort/comm/allocator.hpp"
 #include "cohort/comm/mpi_session.hpp"
 #include "cohort/error.hpp"
 #include "cohort/train/config.hpp"
@@ -31,7 +32,8 @@ int run_train(const std::vector<std::string>& args, int* argc, char*** argv) {
     return 0;
   }
   po::notify(vm);
-  const auto config = train::Config::load(file, overrides);  // before MPI: errors come fast
+  const auto config = train::Config::load(file, overrides);      // before MPI: errors come fast
+  comm::tune_allocator(config.get_bool("train.malloc_tuning"));  // before anything allocates much
   comm::MpiSession session(argc, argv);
   train::Trainer trainer(config, session);
   const auto s = trainer.run(vm.count("json") ? stderr : stdout);
@@ -40,9 +42,12 @@ int run_train(const std::vector<std::string>& args, int* argc, char*** argv) {
                         {"epochs", s.epochs},
                         {"ranks", s.ranks},
                         {"threads_per_rank", s.threads},
+                        {"blas_threads_per_rank", s.blas_threads},
+                        {"malloc_tuning", s.malloc_tuning},
                         {"last_loss", s.last_loss},
                         {"seconds", s.seconds},
                         {"samples_per_s", s.samples_per_s},
+                        {"steady_samples_per_s", s.steady_samples_per_s},
                         {"stop_reason", s.stop_reason},
                         {"config_hash", s.config_hash}};
   if (s.evaluated) {

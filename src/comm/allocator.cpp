@@ -8,23 +8,27 @@
 
 namespace cohort::comm {
 
-AllocatorTuning tune_allocator() {
+AllocatorTuning tune_allocator(bool wanted) {
   static AllocatorTuning result;
   static std::once_flag once;
-  std::call_once(once, [] {
+  std::call_once(once, [wanted] {
     const char* setting = std::getenv("COHORT_MALLOC_TUNING");
-    if (setting != nullptr && std::strcmp(setting, "0") == 0) {
-      result = {false, "disabled by COHORT_MALLOC_TUNING=0"};
+    const bool forced_off = setting != nullptr && std::strcmp(setting, "0") == 0;
+    const bool forced_on = setting != nullptr && std::strcmp(setting, "1") == 0;
+    if (forced_off || (!wanted && !forced_on)) {
+      result = {false, forced_off ? "off (COHORT_MALLOC_TUNING=0)" : "off (train.malloc_tuning)"};
       return;
     }
-    // Order matters little; both are process-wide and cheap. Each returns 1 on success.
     // One arena: a thread's own arena lives in mmapped heaps of at most 64 MiB that are trimmed
     // and remapped on their own (the communication worker's 64 MiB buffers were 10x slower).
+    // Each mallopt returns 1 on success.
     const bool one_arena = mallopt(M_ARENA_MAX, 1) == 1;
     const bool no_mmap = mallopt(M_MMAP_MAX, 0) == 1;
     const bool no_trim = mallopt(M_TRIM_THRESHOLD, 1 << 30) == 1;
-    const bool ok = one_arena && no_mmap && no_trim;
-    result = {ok, ok ? "M_ARENA_MAX=1, M_MMAP_MAX=0, M_TRIM_THRESHOLD=1 GiB" : "mallopt refused"};
+    const bool top_pad = mallopt(M_TOP_PAD, 256 << 20) == 1;
+    const bool ok = one_arena && no_mmap && no_trim && top_pad;
+    result = {ok, ok ? "M_ARENA_MAX=1 M_MMAP_MAX=0 M_TRIM_THRESHOLD=1GiB M_TOP_PAD=256MiB"
+                     : "mallopt refused"};
   });
   return result;
 }

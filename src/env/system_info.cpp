@@ -43,6 +43,18 @@ BlasInfo blas_info() {
   return info;
 }
 
+int set_blas_threads(int threads) {
+  using SetFn = void (*)(int);
+  using GetFn = int (*)();
+  const auto get = reinterpret_cast<GetFn>(dlsym(RTLD_DEFAULT, "openblas_get_num_threads"));
+  const auto set = reinterpret_cast<SetFn>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"));
+  if (set != nullptr && get != nullptr) {
+    if (std::getenv("OPENBLAS_NUM_THREADS") == nullptr) set(threads);
+    return get();
+  }
+  return 0;
+}
+
 std::string hostname() {
   std::array<char, 256> buffer{};
   if (gethostname(buffer.data(), buffer.size() - 1) != 0) return "unknown";

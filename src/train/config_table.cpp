@@ -19,6 +19,8 @@ const std::vector<KeySpec>& config_table() {
       {"model", "dropout", K::kFloat, "0.0", "dropout probability (mlp, gpt)"},
       {"model", "width", K::kInt, "32", "cnn: channels of the first stage; gpt: model width"},
       {"model", "blocks", K::kInt, "2", "cnn: residual blocks per stage; gpt: transformer layers"},
+      {"model", "channels_last", K::kBool, "true",
+       "cnn: NHWC weights and activations (oneDNN's faster layout on CPU)"},
       {"model", "heads", K::kInt, "4", "gpt: attention heads (width must divide by it)"},
       {"model", "context", K::kInt, "128", "gpt: context length (the dataset's seq_len)"},
       // [data]
@@ -58,6 +60,10 @@ const std::vector<KeySpec>& config_table() {
       {"train", "target_value", K::kFloat, "0.0", "early-stop threshold for target_metric"},
       {"train", "threads", K::kInt, "0",
        "torch threads per rank (0: SLURM_CPUS_PER_TASK, else cores per local rank)"},
+      {"train", "blas_threads", K::kInt, "0",
+       "OpenBLAS threads per rank (0: as train.threads; OPENBLAS_NUM_THREADS wins)"},
+      {"train", "malloc_tuning", K::kBool, "true",
+       "keep freed memory in the process (mallopt; COHORT_MALLOC_TUNING=0|1 wins)"},
       {"train", "run_dir", K::kString, "runs/latest", "where the resolved config and logs go"},
       // [parallel]
       {"parallel", "backend", K::kChoice, "mpi", "gradient all-reduce backend", "mpi|nccl"},

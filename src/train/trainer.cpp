@@ -14,10 +14,12 @@
 #include <optional>
 #include <thread>
 
+#include "cohort/comm/allocator.hpp"
 #include "cohort/comm/factory.hpp"
 #include "cohort/data/checksum.hpp"
 #include "cohort/data/loader.hpp"
 #include "cohort/ddp/distributed_data_parallel.hpp"
+#include "cohort/env/system_info.hpp"
 #include "cohort/error.hpp"
 #include "cohort/train/config.hpp"
 #include "cohort/train/optim.hpp"
@@ -60,6 +62,9 @@ void Trainer::Impl::setup() {
   summary.ranks = session.size();
   summary.threads = threads_per_rank(config.get_int("train.threads"), session.node_size());
   at::set_num_threads(summary.threads);
+  const std::int64_t blas = config.get_int("train.blas_threads");
+  summary.blas_threads = env::set_blas_threads(blas > 0 ? static_cast<int>(blas) : summary.threads);
+  summary.malloc_tuning = comm::tune_allocator(config.get_bool("train.malloc_tuning")).reason;
   summary.config_hash = config.hash();
   torch::manual_seed(static_cast<std::uint64_t>(config.get_int("train.seed")));
   comm = comm::make_communicator(session, config.get_string("parallel.backend") == "nccl"
@@ -155,6 +160,40 @@ bool Trainer::Impl::evaluate_and_check(std::int64_t step_index) {
   return false;
 }
 
+namespace {
+
+// Throughput after the warm-up: the first kWarmupSteps steps (allocations, first collectives,
+// page faults) and evaluation are left out, so the figure compares with a peer's steady state.
+class SteadyClock {
+ public:
+  static constexpr std::int64_t kWarmupSteps = 3;
+  using Clock = std::chrono::steady_clock;
+
+  void step_done(std::int64_t step) {
+    last_ = Clock::now();
+    if (step == kWarmupSteps) {
+      first_ = last_;
+      excluded_ = {};
+    }
+    steps_ = step;
+  }
+  void exclude(Clock::duration d) { excluded_ += d; }
+  // 0 when the run was too short to have a steady part.
+  double samples_per_s(std::int64_t samples_per_step) const {
+    if (steps_ <= kWarmupSteps) return 0;
+    const double seconds = std::chrono::duration<double>(last_ - first_ - excluded_).count();
+    return seconds > 0 ? static_cast<double>((steps_ - kWarmupSteps) * samples_per_step) / seconds
+                       : 0;
+  }
+
+ private:
+  Clock::time_point first_, last_;
+  Clock::duration excluded_{};
+  std::int64_t steps_ = 0;
+};
+
+}  // namespace
+
 Trainer::Trainer(const Config& config, const comm::MpiSession& session)
     : impl_(std::make_unique<Impl>(config, session)) {
   impl_->setup();
@@ -184,12 +223,15 @@ TrainSummary Trainer::run(std::FILE* progress) {
   std::int64_t step = 0, evaluated_at = -1;
   std::vector<data::Batch> micro;
   bool stop = false;
+  SteadyClock steady;
   const auto finish_eval = [&] {
     evaluated_at = step;
+    const auto eval_start = Clock::now();
     if (im.evaluate_and_check(step)) {
       stop = true;
       s.stop_reason = "target reached";
     }
+    steady.exclude(Clock::now() - eval_start);
   };
   for (std::int64_t epoch = 0; epoch < epochs && !stop; ++epoch) {
     s.epochs = epoch + 1;
@@ -199,6 +241,7 @@ TrainSummary Trainer::run(std::FILE* progress) {
       s.last_loss = im.step(micro, step);
       micro.clear();
       ++step;
+      steady.step_done(step);
       const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
       s.samples_per_s =
           static_cast<double>(step * im.accumulation * batch_size * s.ranks) / elapsed;
@@ -229,10 +272,12 @@ TrainSummary Trainer::run(std::FILE* progress) {
   if (evaluated_at != step) finish_eval();  // the final model is always evaluated
   s.steps = step;
   s.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  s.steady_samples_per_s = steady.samples_per_s(im.accumulation * batch_size * s.ranks);
   im.log({{"event", "end"},
           {"steps", s.steps},
           {"seconds", s.seconds},
           {"samples_per_s", s.samples_per_s},
+          {"steady_samples_per_s", s.steady_samples_per_s},
           {"stop_reason", s.stop_reason}});
   return s;
 }

@@ -15,6 +15,12 @@ struct BlasInfo {
 // Looks up the dgemm_ symbol among the loaded libraries (LibTorch loads the BLAS alternative).
 BlasInfo blas_info();
 
+// Sets OpenBLAS's own thread pool size (openblas_set_num_threads), which torch's intra-op setting
+// does not reach: OpenBLAS otherwise starts one thread per core in every rank, and ranks sharing
+// a node oversubscribe it. OPENBLAS_NUM_THREADS, when set, wins. Returns the threads OpenBLAS
+// now uses, or 0 when the process's BLAS is not OpenBLAS.
+int set_blas_threads(int threads);
+
 std::string hostname();
 int online_cpus();
 

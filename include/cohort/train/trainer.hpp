@@ -38,10 +38,15 @@ struct TrainSummary {
   bool evaluated = false;
   EvalResult eval;
   double seconds = 0;
-  double samples_per_s = 0;  // all ranks
-  std::string stop_reason;   // "epochs", "max_steps", "target reached"
+  double samples_per_s = 0;  // all ranks, over the whole run
+  // All ranks, after the first 3 steps and without evaluation time (0 for shorter runs): the
+  // figure benchmarks compare.
+  double steady_samples_per_s = 0;
+  std::string stop_reason;  // "epochs", "max_steps", "target reached"
   int ranks = 1;
-  int threads = 1;
+  int threads = 1;            // torch intra-op threads per rank
+  int blas_threads = 0;       // OpenBLAS threads per rank (0: not OpenBLAS)
+  std::string malloc_tuning;  // the allocator policy in force (comm::tune_allocator)
   std::string config_hash;
 };
 
