@@ -37,17 +37,22 @@ struct DistributedDataParallel::State {
 
   std::vector<at::Tensor> slots;  // per parameter: its gradient's place in the bucket
   at::Tensor scale;               // 1 / world size, as a 0-dim tensor
-  bool slots_consumed = false;    // a finish_step happened since the last backward
+  bool lone = false;            // a communicator of one rank: plain gradients, no buckets, no hooks
+  bool slots_consumed = false;  // a finish_step happened since the last backward
 
   // The gradient slot of parameter p: a tensor over the bucket's storage. Not an autograd view
   // (which narrow().view() would be), because LibTorch's Optimizer::zero_grad() calls detach_()
-  // on gradients, and that refuses views; zero_() then clears the bucket in place.
+  // on gradients, and that refuses views; zero_() then clears the bucket in place. The slot has
+  // the parameter's strides when those are dense (a channels-last weight, say), as autograd
+  // lays the gradient out like the parameter: absorbing it is then a straight copy.
   at::Tensor make_slot(std::size_t p) const {
     const at::Tensor& param = params[p];
     const at::Tensor& bucket = flat[static_cast<std::size_t>(bucket_of[p])];
     at::Tensor slot = at::empty({0}, bucket.options());
-    slot.set_(bucket.storage(), bucket.storage_offset() + offset_of[p], param.sizes(),
-              c10::contiguous_strides(param.sizes()));
+    const c10::DimVector strides = param.is_non_overlapping_and_dense()
+                                       ? c10::DimVector(param.strides())
+                                       : c10::contiguous_strides(param.sizes());
+    slot.set_(bucket.storage(), bucket.storage_offset() + offset_of[p], param.sizes(), strides);
     return slot;
   }
   void absorb(std::size_t p);
@@ -126,13 +131,25 @@ DistributedDataParallel::DistributedDataParallel(torch::nn::Module& module,
     s.params.push_back(item.value());
     info.push_back(
         {item.value().numel(), item.value().scalar_type(), item.value().requires_grad()});
-    COHORT_CHECK(item.value().is_contiguous(), ConfigError, "DDP: parameter '", item.key(),
-                 "' is not contiguous");
+    COHORT_CHECK(item.value().is_non_overlapping_and_dense(), ConfigError, "DDP: parameter '",
+                 item.key(), "' is not dense (a view or an overlapping layout)");
   }
   for (const auto& buffer : module.buffers(/*recurse=*/true)) s.buffers.push_back(buffer);
+  if (comm.size() == 1) {
+    s.lone = true;  // nothing to agree with: copying gradients into buckets would be pure cost
+    return;
+  }
   {
     at::NoGradGuard no_grad;  // parameters are leaves that require grad: copy into them silently
-    for (auto& p : s.params) comm.broadcast(p, 0);
+    for (auto& p : s.params) {
+      if (p.is_contiguous()) {
+        comm.broadcast(p, 0);
+      } else {  // a dense layout such as channels-last: collectives take contiguous tensors
+        at::Tensor copy = p.contiguous();
+        comm.broadcast(copy, 0);
+        p.copy_(copy);
+      }
+    }
     for (auto& b : s.buffers) comm.broadcast(b, 0);
   }
   s.plan = plan_buckets(info, options.bucket_bytes, options.first_bucket_bytes);
@@ -187,6 +204,13 @@ DistributedDataParallel::~DistributedDataParallel() {
 
 void DistributedDataParallel::begin_step() {
   State& s = *state_;
+  if (s.lone) {
+    if (s.slots_consumed) {
+      for (auto& p : s.params) p.mutable_grad() = at::Tensor();
+      s.slots_consumed = false;
+    }
+    return;
+  }
   if (s.options.broadcast_buffers) {
     at::NoGradGuard no_grad;
     for (auto& b : s.buffers) s.comm->broadcast(b, 0);
@@ -211,6 +235,10 @@ void DistributedDataParallel::finish_step() {
   State& s = *state_;
   if (!s.sync) return;
   s.stats = DdpStepStats{};
+  if (s.lone) {
+    s.slots_consumed = true;
+    return;
+  }
   s.stats.buckets_launched_in_backward = static_cast<int>(s.next_launch);
   if (std::any_of(s.pending.begin(), s.pending.end(), [](int n) { return n > 0; })) {
     std::vector<std::string> missing;

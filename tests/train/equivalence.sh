@@ -2,7 +2,9 @@
 # Distribution shown by equivalence, through `cohort train` end to end:
 #  - the same config and rank count give a bit-identical loss curve (determinism);
 #  - 2 ranks x batch 32 train like 1 process x batch 64 (same seed), and so do gradient
-#    accumulation (1 x 32 x 2 steps, 2 x 16 x 2 steps), to floating-point tolerance.
+#    accumulation (1 x 32 x 2 steps, 2 x 16 x 2 steps), to floating-point tolerance;
+#  - the CNN trains alike with channels-last (NHWC) and NCHW weights on 2 ranks, so DDP's bucket
+#    slots follow a parameter's own layout correctly.
 set -euo pipefail
 cohort=$1 work=$2
 rm -rf "$work" && mkdir -p "$work" && cd "$work"
@@ -19,6 +21,14 @@ train 2 32 1 b
 train 1 64 1 one
 train 1 32 2 acc1
 train 2 16 2 acc2
+"$cohort" data make-synthetic --kind images --samples 512 --image-size 12 --seed 2 \
+  --out images.h5 >/dev/null
+for layout in true false; do
+  $MPIEXEC $MPIEXEC_FLAGS -np 2 "$cohort" train --set data.path=images.h5 --set model.name=cnn \
+    --set model.width=8 --set model.blocks=1 --set model.channels_last=$layout \
+    --set data.batch_size=16 --set optim.lr=0.05 --set optim.momentum=0.9 --set train.epochs=1 \
+    --set train.log_every=0 --set train.run_dir=cnn-$layout >cnn-$layout.log
+done
 /usr/bin/python3 - <<'PY'
 import json, math
 def curve(d):
@@ -34,4 +44,9 @@ for name, other in (("1 x 64", one), ("1 x 32 x 2 accumulated", acc1), ("2 x 16 
     # Summation order differs (two half-batch means vs one mean), so float32 rounding drifts.
     assert max(rel[:10]) < 1e-5 and max(rel) < 1e-3, f"{name}: {max(rel[:10])} {max(rel)}"
 assert a[-1] < 0.5 * a[0], f"did not learn: {a[0]} -> {a[-1]}"
+nhwc, nchw = curve("cnn-true"), curve("cnn-false")
+assert len(nhwc) == len(nchw) == 16, (len(nhwc), len(nchw))
+rel = max(abs(x - y) / max(abs(y), 1e-12) for x, y in zip(nhwc, nchw))
+print(f"cnn on 2 ranks, channels-last vs NCHW: relative loss difference <= {rel:.1e}")
+assert rel < 1e-3, rel  # different convolution kernels round differently, nothing more
 PY

@@ -16,6 +16,9 @@
 //  4. finish_step(), after backward: launches what is left (only with find_unused_parameters;
 //     otherwise a parameter without a gradient is an error naming it) and waits for every bucket.
 //     With compression the wire buffer is bf16 or fp16, converted back to the fp32 bucket.
+// On a communicator of one rank there is nothing to synchronise: no buckets, no hooks, and
+// gradients stay where autograd puts them (begin_step still releases them after a finished step,
+// so steps never accumulate into each other).
 // Inside a no_sync() scope the hooks do nothing and finish_step() returns at once: gradients
 // accumulate locally and the next synchronised step reduces their sum.
 #pragma once
