@@ -44,6 +44,7 @@ int run_train(const std::vector<std::string>& args, int* argc, char*** argv) {
                         {"threads_per_rank", s.threads},
                         {"blas_threads_per_rank", s.blas_threads},
                         {"malloc_tuning", s.malloc_tuning},
+                        {"launcher", s.launcher},
                         {"last_loss", s.last_loss},
                         {"seconds", s.seconds},
                         {"samples_per_s", s.samples_per_s},

@@ -22,6 +22,22 @@ at::Tensor loss_of(const at::Tensor& logits, const at::Tensor& targets);
 EvalResult evaluate(Model& model, const std::string& path, std::int64_t batch_size,
                     comm::Communicator& comm);
 
+// bf16 autocast for the forward pass (train.precision = bf16), as torch.autocast does it: inside
+// the scope, matrix products and convolutions run in bfloat16 while weights, gradients, the loss
+// and the all-reduce stay float32. CUDA autocast for a model on a GPU, CPU autocast otherwise.
+// Backward runs outside the scope (autograd replays the casts). Scopes nest; not thread-safe
+// across threads that train concurrently (autocast state is thread-local in LibTorch).
+class AutocastScope {
+ public:
+  AutocastScope(bool enabled, bool cuda);
+  ~AutocastScope();
+  AutocastScope(const AutocastScope&) = delete;
+  AutocastScope& operator=(const AutocastScope&) = delete;
+
+ private:
+  bool enabled_, cuda_, was_enabled_ = false;
+};
+
 // Makes every rank's buffers (BatchNorm running statistics) rank 0's. Collective.
 void broadcast_buffers(Model& model, comm::Communicator& comm);
 

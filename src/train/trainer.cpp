@@ -19,7 +19,9 @@
 #include "cohort/data/checksum.hpp"
 #include "cohort/data/loader.hpp"
 #include "cohort/ddp/distributed_data_parallel.hpp"
+#include "cohort/env/environment.hpp"
 #include "cohort/env/system_info.hpp"
+#include "cohort/env/topology.hpp"
 #include "cohort/error.hpp"
 #include "cohort/train/config.hpp"
 #include "cohort/train/optim.hpp"
@@ -49,6 +51,8 @@ struct Trainer::Impl {
   std::FILE* progress = stdout;
   std::int64_t accumulation = 1, total_steps = 0;
   bool limited_by_steps = false;  // train.max_steps ends the run before train.epochs do
+  bool bf16 = false;              // train.precision = bf16: autocast forward passes
+  bool cuda = false;              // the model lives on a GPU
   TrainSummary summary;
 
   Impl(const Config& c, const comm::MpiSession& s) : config(c), session(s) {}
@@ -65,7 +69,9 @@ void Trainer::Impl::setup() {
   const std::int64_t blas = config.get_int("train.blas_threads");
   summary.blas_threads = env::set_blas_threads(blas > 0 ? static_cast<int>(blas) : summary.threads);
   summary.malloc_tuning = comm::tune_allocator(config.get_bool("train.malloc_tuning")).reason;
+  summary.launcher = env::to_string(env::detect(env::Environment::from_process()).launcher);
   summary.config_hash = config.hash();
+  bf16 = config.get_string("train.precision") == "bf16";
   torch::manual_seed(static_cast<std::uint64_t>(config.get_int("train.seed")));
   comm = comm::make_communicator(session, config.get_string("parallel.backend") == "nccl"
                                               ? comm::Backend::kNccl
@@ -88,6 +94,8 @@ void Trainer::Impl::setup() {
   const auto& info = loader->info();
   model = build_model(config,
                       ModelInput{info.sample_shape, info.classes, info.vocab_size, info.seq_len});
+  const auto params = model->parameters();
+  cuda = !params.empty() && params.front().is_cuda();
   ddp::DdpOptions d;
   d.bucket_bytes = static_cast<std::size_t>(config.get_float("parallel.bucket_mb") * 1048576);
   d.overlap = config.get_bool("parallel.overlap");
@@ -115,8 +123,13 @@ double Trainer::Impl::step(const std::vector<data::Batch>& micro, std::int64_t i
     std::optional<ddp::DistributedDataParallel::NoSync> local_only;
     if (i + 1 < micro.size()) local_only.emplace(*ddp);  // sum locally, reduce once at the end
     ddp->begin_step();
-    at::Tensor loss = loss_of(model->forward(micro[i].inputs), micro[i].targets) /
-                      static_cast<double>(micro.size());
+    at::Tensor logits;
+    {
+      AutocastScope autocast(bf16, cuda);
+      logits = model->forward(micro[i].inputs);
+    }
+    at::Tensor loss =
+        loss_of(logits.to(at::kFloat), micro[i].targets) / static_cast<double>(micro.size());
     loss.backward();
     ddp->finish_step();
     local += loss.item<double>();
@@ -220,6 +233,13 @@ TrainSummary Trainer::run(std::FILE* progress) {
   const std::int64_t batch_size = im.config.get_int("data.batch_size");
   auto& s = im.summary;
   s.stop_reason = "epochs";
+  if (im.session.rank() == 0 && log_every > 0) {
+    std::fprintf(progress,
+                 "train: %d rank(s) (%s), %d torch + %d OpenBLAS thread(s) per rank, malloc "
+                 "tuning %s, %lld steps\n",
+                 s.ranks, s.launcher.c_str(), s.threads, s.blas_threads, s.malloc_tuning.c_str(),
+                 static_cast<long long>(im.total_steps));
+  }
   std::int64_t step = 0, evaluated_at = -1;
   std::vector<data::Batch> micro;
   bool stop = false;

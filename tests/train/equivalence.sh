@@ -4,7 +4,9 @@
 #  - 2 ranks x batch 32 train like 1 process x batch 64 (same seed), and so do gradient
 #    accumulation (1 x 32 x 2 steps, 2 x 16 x 2 steps), to floating-point tolerance;
 #  - the CNN trains alike with channels-last (NHWC) and NCHW weights on 2 ranks, so DDP's bucket
-#    slots follow a parameter's own layout correctly.
+#    slots follow a parameter's own layout correctly;
+#  - train.precision=bf16 (CPU autocast here, CUDA autocast on a GPU) is really in effect (the
+#    curve differs from float32) and trains as well.
 set -euo pipefail
 cohort=$1 work=$2
 rm -rf "$work" && mkdir -p "$work" && cd "$work"
@@ -14,13 +16,14 @@ train() {  # ranks batch accumulation run_dir
   $MPIEXEC $MPIEXEC_FLAGS -np "$1" "$cohort" train --set data.path=set.h5 --set data.batch_size="$2" \
     --set optim.accumulation="$3" --set train.run_dir="$4" --set model.hidden=64,32 \
     --set optim.lr=0.05 --set optim.momentum=0.9 --set train.epochs=3 --set train.seed=11 \
-    --set train.log_every=0 --set data.prefetch=2 >"$4.log"
+    --set train.log_every=0 --set data.prefetch=2 "${@:5}" >"$4.log"
 }
 train 2 32 1 a
 train 2 32 1 b
 train 1 64 1 one
 train 1 32 2 acc1
 train 2 16 2 acc2
+train 2 32 1 bf16 --set train.precision=bf16
 "$cohort" data make-synthetic --kind images --samples 512 --image-size 12 --seed 2 \
   --out images.h5 >/dev/null
 for layout in true false; do
@@ -44,6 +47,12 @@ for name, other in (("1 x 64", one), ("1 x 32 x 2 accumulated", acc1), ("2 x 16 
     # Summation order differs (two half-batch means vs one mean), so float32 rounding drifts.
     assert max(rel[:10]) < 1e-5 and max(rel) < 1e-3, f"{name}: {max(rel[:10])} {max(rel)}"
 assert a[-1] < 0.5 * a[0], f"did not learn: {a[0]} -> {a[-1]}"
+bf16 = curve("bf16")
+assert len(bf16) == len(a) and bf16 != a, "bf16 autocast changed nothing"
+rel = [abs(x - y) / y for x, y in zip(bf16, a)]
+print(f"bf16 autocast vs float32: relative loss difference {max(rel[:10]):.1e} over the first 10 "
+      f"steps; final loss {bf16[-1]:.4f} vs {a[-1]:.4f}")
+assert max(rel[:10]) < 0.05 and bf16[-1] < 1.2 * a[-1] + 0.02, (max(rel[:10]), bf16[-1], a[-1])
 nhwc, nchw = curve("cnn-true"), curve("cnn-false")
 assert len(nhwc) == len(nchw) == 16, (len(nhwc), len(nchw))
 rel = max(abs(x - y) / max(abs(y), 1e-12) for x, y in zip(nhwc, nchw))

@@ -47,6 +47,7 @@ struct TrainSummary {
   int threads = 1;            // torch intra-op threads per rank
   int blas_threads = 0;       // OpenBLAS threads per rank (0: not OpenBLAS)
   std::string malloc_tuning;  // the allocator policy in force (comm::tune_allocator)
+  std::string launcher;       // who started the ranks: "slurm step", "open mpi", ...
   std::string config_hash;
 };
 
