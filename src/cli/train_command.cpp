@@ -7,6 +7,8 @@
 
 #include "cohort/comm/allocator.hpp"
 #include "cohort/comm/mpi_session.hpp"
+#include "cohort/env/environment.hpp"
+#include "cohort/env/topology.hpp"
 #include "cohort/error.hpp"
 #include "cohort/train/config.hpp"
 #include "cohort/train/trainer.hpp"
@@ -34,8 +36,9 @@ int run_train(const std::vector<std::string>& args, int* argc, char*** argv) {
   po::notify(vm);
   const auto config = train::Config::load(file, overrides);      // before MPI: errors come fast
   comm::tune_allocator(config.get_bool("train.malloc_tuning"));  // before anything allocates much
+  const auto topology = env::detect(env::Environment::from_process());  // before MPI_Init
   comm::MpiSession session(argc, argv);
-  train::Trainer trainer(config, session);
+  train::Trainer trainer(config, session, env::to_string(topology.launcher));
   const auto s = trainer.run(vm.count("json") ? stderr : stdout);
   if (session.rank() != 0) return 0;
   nlohmann::json out = {{"steps", s.steps},

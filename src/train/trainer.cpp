@@ -13,15 +13,14 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <thread>
+#include <utility>
 
 #include "cohort/comm/allocator.hpp"
 #include "cohort/comm/factory.hpp"
 #include "cohort/data/checksum.hpp"
 #include "cohort/data/loader.hpp"
 #include "cohort/ddp/distributed_data_parallel.hpp"
-#include "cohort/env/environment.hpp"
 #include "cohort/env/system_info.hpp"
-#include "cohort/env/topology.hpp"
 #include "cohort/error.hpp"
 #include "cohort/train/config.hpp"
 #include "cohort/train/optim.hpp"
@@ -69,7 +68,6 @@ void Trainer::Impl::setup() {
   const std::int64_t blas = config.get_int("train.blas_threads");
   summary.blas_threads = env::set_blas_threads(blas > 0 ? static_cast<int>(blas) : summary.threads);
   summary.malloc_tuning = comm::tune_allocator(config.get_bool("train.malloc_tuning")).reason;
-  summary.launcher = env::to_string(env::detect(env::Environment::from_process()).launcher);
   summary.config_hash = config.hash();
   bf16 = config.get_string("train.precision") == "bf16";
   torch::manual_seed(static_cast<std::uint64_t>(config.get_int("train.seed")));
@@ -207,8 +205,9 @@ class SteadyClock {
 
 }  // namespace
 
-Trainer::Trainer(const Config& config, const comm::MpiSession& session)
+Trainer::Trainer(const Config& config, const comm::MpiSession& session, std::string launcher)
     : impl_(std::make_unique<Impl>(config, session)) {
+  impl_->summary.launcher = std::move(launcher);
   impl_->setup();
   if (session.rank() == 0) {
     const std::string dir = config.get_string("train.run_dir");

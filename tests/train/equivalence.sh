@@ -12,15 +12,17 @@ cohort=$1 work=$2
 rm -rf "$work" && mkdir -p "$work" && cd "$work"
 "$cohort" data make-synthetic --kind classification --samples 2048 --features 24 --classes 5 \
   --seed 4 --out set.h5 >/dev/null
-train() {  # ranks batch accumulation run_dir
-  $MPIEXEC $MPIEXEC_FLAGS -np "$1" "$cohort" train --set data.path=set.h5 --set data.batch_size="$2" \
+train() {  # ranks batch accumulation run_dir [--set ...]; 0 ranks: one process without mpirun
+  local launch=($MPIEXEC $MPIEXEC_FLAGS -np "$1")
+  [ "$1" = 0 ] && launch=()
+  "${launch[@]}" "$cohort" train --set data.path=set.h5 --set data.batch_size="$2" \
     --set optim.accumulation="$3" --set train.run_dir="$4" --set model.hidden=64,32 \
     --set optim.lr=0.05 --set optim.momentum=0.9 --set train.epochs=3 --set train.seed=11 \
     --set train.log_every=0 --set data.prefetch=2 "${@:5}" >"$4.log"
 }
 train 2 32 1 a
 train 2 32 1 b
-train 1 64 1 one
+train 0 64 1 one  # a singleton: MPI_Init without a launcher
 train 1 32 2 acc1
 train 2 16 2 acc2
 train 2 32 1 bf16 --set train.precision=bf16

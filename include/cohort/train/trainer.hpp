@@ -53,7 +53,10 @@ struct TrainSummary {
 
 class Trainer {
  public:
-  Trainer(const Config& config, const comm::MpiSession& session);  // collective
+  // `launcher` names who started the ranks, for the logs (env::to_string of the topology's
+  // launcher, detected before MPI starts: MPI_Init itself sets launcher variables).
+  Trainer(const Config& config, const comm::MpiSession& session,
+          std::string launcher = "unknown");  // collective
   ~Trainer();
   Trainer(const Trainer&) = delete;
   Trainer& operator=(const Trainer&) = delete;
