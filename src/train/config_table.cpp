@@ -63,7 +63,7 @@ const std::vector<KeySpec>& config_table() {
       {"train", "precision", K::kChoice, "fp32",
        "bf16: autocast forward passes to bfloat16 (CUDA autocast on a GPU, CPU autocast here)",
        "fp32|bf16"},
-      {"train", "blas_threads", K::kInt, "0",
+      {"train", "blas_threads", K::kInt, "1",
        "OpenBLAS threads per rank (0: as train.threads; OPENBLAS_NUM_THREADS wins)"},
       {"train", "malloc_tuning", K::kBool, "true",
        "keep freed memory in the process (mallopt; COHORT_MALLOC_TUNING=0|1 wins)"},

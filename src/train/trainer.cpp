@@ -65,6 +65,9 @@ void Trainer::Impl::setup() {
   summary.ranks = session.size();
   summary.threads = threads_per_rank(config.get_int("train.threads"), session.node_size());
   at::set_num_threads(summary.threads);
+  // One by default: OpenBLAS's own pool spinning next to torch's OpenMP threads oversubscribed
+  // the cores (the benchmark MLP ran 2.2x slower with 2 + 2 threads on 2 cores than with 2 + 1);
+  // docs/performance.md has the matrix.
   const std::int64_t blas = config.get_int("train.blas_threads");
   summary.blas_threads = env::set_blas_threads(blas > 0 ? static_cast<int>(blas) : summary.threads);
   summary.malloc_tuning = comm::tune_allocator(config.get_bool("train.malloc_tuning")).reason;
