@@ -4,7 +4,8 @@
 # and threads per rank (torch intra-op and OpenBLAS alike), with 1 and 2 ranks, glibc's allocator
 # tuned and not. Each cell runs both sides --reps times, alternating, and keeps the medians.
 #
-#   bench/peer/run.sh [--reps R] [--threads T] [--out DIR]
+#   bench/peer/run.sh [--reps R] [--threads T] [--out DIR] [--quick]
+# (--quick: a few steps per run, to check that the benchmark works, not to measure.)
 #
 # Prints a table; DIR/results.jsonl has every run, DIR/summary.json the cells. Needs a build
 # (COHORT_BUILD_DIR, default build) and python3-torch + python3-h5py for /usr/bin/python3.
@@ -15,11 +16,13 @@ cohort=$build/cohort
 reps=3
 threads=1
 out=$build/bench-peer
+quick=0
 while [ $# -gt 0 ]; do
   case $1 in
     --reps) reps=$2; shift 2 ;;
     --threads) threads=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
+    --quick) quick=1; shift ;;
     *) echo "bench/peer/run.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -34,6 +37,7 @@ cd "$out"
 peer_malloc_on=(MALLOC_ARENA_MAX=1 MALLOC_MMAP_MAX_=0 MALLOC_TRIM_THRESHOLD_=1073741824
   MALLOC_TOP_PAD_=268435456)
 declare -A steps=([mlp]=100 [cnn]=60) batch=([mlp]=128 [cnn]=64)
+[ "$quick" = 1 ] && steps=([mlp]=10 [cnn]=8)
 port=29700
 
 run_cohort() {  # MODEL RANKS MALLOC(on|off) -> one JSON line
