@@ -1,0 +1,62 @@
+// Manifest: the index of one committed checkpoint (manifest.json; docs/formats/checkpoint.md).
+//
+// It names every shard file (relative path, size, checksum) and every tensor (dtype, global shape,
+// and the flat slices that make it up, each with the shard that holds it and its checksum), plus
+// the training position (step, epoch, samples seen), the world that wrote it, the config hash and
+// provenance. parse() validates everything a loader later relies on and throws IoError naming
+// the origin and the field: an unknown format version, a missing or mistyped field, a shard path
+// that is absolute or leaves the checkpoint directory, a slice that names a missing shard, or
+// slices that do not cover their tensor exactly once.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace cohort::ckpt {
+
+inline constexpr int kManifestVersion = 1;
+
+struct SliceEntry {
+  int shard = 0;  // index into Manifest::shards
+  std::int64_t offset = 0;
+  std::int64_t count = 0;
+  std::string checksum;  // "xxh3-64:<16 hex>" of the slice's bytes
+};
+
+struct TensorEntry {
+  std::string name;
+  std::string dtype;
+  std::vector<std::int64_t> shape;
+  std::vector<SliceEntry> slices;  // sorted by offset, disjoint, covering the tensor
+  std::int64_t numel() const;
+};
+
+struct ShardEntry {
+  std::string file;  // relative to the checkpoint directory
+  int rank = 0;      // the rank that wrote it
+  std::int64_t bytes = 0;
+};
+
+struct Manifest {
+  int format_version = kManifestVersion;
+  std::int64_t step = 0;
+  std::int64_t epoch = 0;
+  std::int64_t samples_seen = 0;  // global, all ranks: where the sampler resumes
+  int world_size = 1;
+  int nodes = 1;
+  std::string config_hash;
+  std::string cohort_version;
+  std::string created;  // UTC, ISO 8601
+  std::vector<ShardEntry> shards;
+  std::vector<TensorEntry> tensors;
+
+  std::string to_json() const;  // pretty-printed, stable key order
+  static Manifest parse(const std::string& text, const std::string& origin);
+  const TensorEntry* find(const std::string& name) const;
+};
+
+// True for a non-empty relative path whose components never climb out ("..") of its base.
+bool is_contained_path(const std::string& path);
+
+}  // namespace cohort::ckpt

@@ -1,0 +1,86 @@
+#include "cohort/ckpt/shard_plan.hpp"
+
+#include <algorithm>
+#include <set>
+
+#include "cohort/error.hpp"
+
+namespace cohort::ckpt {
+
+std::int64_t TensorSpec::numel() const {
+  std::int64_t n = 1;
+  for (const auto d : shape) n *= d;
+  return n;
+}
+
+ShardPlan ShardPlan::balanced(std::vector<TensorSpec> tensors, int world) {
+  COHORT_CHECK(world >= 1, ConfigError, "checkpoint plan: world size must be >= 1, not ", world);
+  std::set<std::string> names;
+  std::int64_t total = 0;
+  for (const auto& t : tensors) {
+    COHORT_CHECK(names.insert(t.name).second, ConfigError, "checkpoint plan: tensor '", t.name,
+                 "' appears twice");
+    COHORT_CHECK(t.element_bytes >= 1, ConfigError, "checkpoint plan: tensor '", t.name,
+                 "' has element size ", t.element_bytes);
+    for (const auto d : t.shape) {
+      COHORT_CHECK(d >= 0, ConfigError, "checkpoint plan: tensor '", t.name,
+                   "' has a negative dimension");
+    }
+    total += t.numel() * t.element_bytes;
+  }
+  ShardPlan plan;
+  plan.world_ = world;
+  plan.tensors_ = std::move(tensors);
+  // Walk the tensors in order; rank r owns the bytes [r * total / world, (r + 1) * total /
+  // world), each cut moved down to the start of the element it falls in.
+  std::int64_t base = 0;  // bytes before the current tensor
+  int rank = 0;
+  for (std::size_t i = 0; i < plan.tensors_.size(); ++i) {
+    const TensorSpec& t = plan.tensors_[i];
+    const std::int64_t n = t.numel();
+    std::int64_t at = 0;  // next element of this tensor to assign
+    while (at < n) {
+      while (rank + 1 < world && base + at * t.element_bytes >= (rank + 1) * total / world) ++rank;
+      std::int64_t end = n;
+      if (rank + 1 < world) {
+        const std::int64_t cut = (rank + 1) * total / world;  // this rank's last byte + 1
+        end = std::min(n, std::max(at + 1, (cut - base) / t.element_bytes));
+      }
+      plan.slices_.push_back({i, rank, at, end - at});
+      at = end;
+    }
+    base += n * t.element_bytes;
+  }
+  return plan;
+}
+
+std::vector<Slice> ShardPlan::slices_of(int rank) const {
+  std::vector<Slice> mine;
+  for (const auto& s : slices_) {
+    if (s.rank == rank) mine.push_back(s);
+  }
+  return mine;
+}
+
+std::int64_t ShardPlan::bytes_of(int rank) const {
+  std::int64_t bytes = 0;
+  for (const auto& s : slices_) {
+    if (s.rank == rank) bytes += s.count * tensors_[s.tensor].element_bytes;
+  }
+  return bytes;
+}
+
+std::vector<Overlap> overlaps(const std::vector<Slice>& stored, std::size_t tensor,
+                              std::int64_t offset, std::int64_t count) {
+  std::vector<Overlap> result;
+  for (std::size_t i = 0; i < stored.size(); ++i) {
+    const Slice& s = stored[i];
+    if (s.tensor != tensor) continue;
+    const std::int64_t begin = std::max(s.offset, offset);
+    const std::int64_t end = std::min(s.offset + s.count, offset + count);
+    if (begin < end) result.push_back({i, begin - s.offset, begin - offset, end - begin});
+  }
+  return result;
+}
+
+}  // namespace cohort::ckpt

@@ -1,0 +1,92 @@
+#include <boost/test/unit_test.hpp>
+#include <numeric>
+
+#include "cohort/ckpt/shard_plan.hpp"
+#include "cohort/error.hpp"
+
+using cohort::ckpt::overlaps;
+using cohort::ckpt::ShardPlan;
+using cohort::ckpt::TensorSpec;
+
+namespace {
+
+std::vector<TensorSpec> model() {  // a small MLP's parameters: 4-byte floats, mixed sizes
+  return {{"fc0.weight", "float32", {64, 24}, 4},
+          {"fc0.bias", "float32", {64}, 4},
+          {"fc1.weight", "float32", {10, 64}, 4},
+          {"fc1.bias", "float32", {10}, 4},
+          {"steps", "int64", {}, 8}};
+}
+
+// Every element of every tensor is written by exactly one rank.
+void check_exact_cover(const ShardPlan& plan) {
+  for (std::size_t t = 0; t < plan.tensors().size(); ++t) {
+    std::int64_t next = 0;
+    for (const auto& s : plan.slices()) {
+      if (s.tensor != t) continue;
+      BOOST_TEST(s.offset == next);
+      BOOST_TEST(s.count > 0);
+      next += s.count;
+    }
+    BOOST_TEST(next == plan.tensors()[t].numel());
+  }
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(ckpt_shard_plan)
+
+BOOST_AUTO_TEST_CASE(one_rank_writes_everything_whole) {
+  const auto plan = ShardPlan::balanced(model(), 1);
+  BOOST_TEST(plan.slices().size() == 5u);
+  BOOST_TEST(plan.bytes_of(0) == (64 * 24 + 64 + 640 + 10) * 4 + 8);
+  check_exact_cover(plan);
+}
+
+BOOST_AUTO_TEST_CASE(ranks_write_disjoint_parts_balanced_by_bytes) {
+  for (int world : {2, 3, 4, 7, 16}) {
+    const auto plan = ShardPlan::balanced(model(), world);
+    check_exact_cover(plan);
+    std::int64_t total = 0, most = 0, least = INT64_MAX;
+    for (int r = 0; r < world; ++r) {
+      total += plan.bytes_of(r);
+      most = std::max(most, plan.bytes_of(r));
+      least = std::min(least, plan.bytes_of(r));
+    }
+    BOOST_TEST(total == (64 * 24 + 64 + 640 + 10) * 4 + 8);  // one copy in all, not world copies
+    BOOST_TEST(most - least <= 16, "world " << world << ": " << least << ".." << most);
+    for (const auto& s : plan.slices()) BOOST_TEST((s.rank >= 0 && s.rank < world));
+  }
+}
+
+BOOST_AUTO_TEST_CASE(more_ranks_than_elements_leaves_some_idle) {
+  const auto plan = ShardPlan::balanced({{"x", "float32", {3}, 4}}, 8);
+  check_exact_cover(plan);
+  int writers = 0;
+  for (int r = 0; r < 8; ++r) writers += plan.bytes_of(r) > 0;
+  BOOST_TEST(writers == 3);
+}
+
+BOOST_AUTO_TEST_CASE(overlaps_reassemble_any_range) {
+  const auto plan = ShardPlan::balanced(model(), 3);
+  // Reassemble fc0.weight (tensor 0) and a range straddling a cut, from the stored slices.
+  for (const auto& [offset, count] :
+       std::vector<std::pair<std::int64_t, std::int64_t>>{{0, 64 * 24}, {500, 700}, {1535, 1}}) {
+    std::vector<int> hits(static_cast<std::size_t>(count), 0);
+    for (const auto& o : overlaps(plan.slices(), 0, offset, count)) {
+      const auto& s = plan.slices()[o.slice];
+      BOOST_TEST(s.offset + o.from_slice == offset + o.into_range);
+      for (std::int64_t i = 0; i < o.count; ++i) ++hits[static_cast<std::size_t>(o.into_range + i)];
+    }
+    BOOST_TEST(std::all_of(hits.begin(), hits.end(), [](int h) { return h == 1; }));
+  }
+}
+
+BOOST_AUTO_TEST_CASE(bad_plans_are_refused) {
+  BOOST_CHECK_THROW(ShardPlan::balanced(model(), 0), cohort::ConfigError);
+  BOOST_CHECK_THROW(ShardPlan::balanced({{"a", "f", {2}, 4}, {"a", "f", {2}, 4}}, 2),
+                    cohort::ConfigError);
+  BOOST_CHECK_THROW(ShardPlan::balanced({{"a", "f", {-1}, 4}}, 2), cohort::ConfigError);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
