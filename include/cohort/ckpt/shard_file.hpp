@@ -1,0 +1,62 @@
+// One checkpoint shard: an HDF5 file a rank writes with its slices (docs/formats/checkpoint.md).
+//
+// Layout: root attributes format = "cohort-checkpoint-shard", format_version, rank, world_size,
+// step; one 1-D dataset per slice at /slices/<tensor name> holding `count` elements of the
+// tensor's flat row-major order from element `offset` (attributes offset, dtype, and global_shape
+// as text, "[40, 20]"); /rank_state, this rank's own resume state (sampler position, RNG states) as
+// opaque bytes. bfloat16 is stored as uint16 with dtype = "bfloat16"; bool as uint8. write_shard()
+// creates the file, writes it whole, closes it and fsyncs it, and returns each slice's checksum
+// (xxh3-64 of its bytes, as the manifest records them). HDF5 goes through the data module's layer
+// (Hid, COHORT_H5_CHECK, the process-wide lock).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace cohort::ckpt {
+
+struct ShardSlice {
+  std::string name;
+  std::string dtype;  // float32, float64, float16, bfloat16, int64, int32, uint8, bool
+  std::vector<std::int64_t> global_shape;
+  std::int64_t offset = 0;
+  std::int64_t count = 0;
+  const void* data = nullptr;  // count elements
+};
+
+struct ShardHeader {
+  int rank = 0;
+  int world_size = 1;
+  std::int64_t step = 0;
+};
+
+std::int64_t dtype_bytes(const std::string& dtype);  // throws IoError for an unknown dtype
+std::string bytes_checksum(const void* data, std::size_t bytes);  // "xxh3-64:<16 hex>"
+
+std::vector<std::string> write_shard(const std::string& path, const ShardHeader& header,
+                                     const std::vector<ShardSlice>& slices,
+                                     const std::string& rank_state);
+
+// Reads parts of one shard. Every error is an IoError naming the file and the slice.
+class ShardReader {
+ public:
+  explicit ShardReader(const std::string& path);
+  ~ShardReader();
+  ShardReader(ShardReader&&) noexcept;
+  ShardReader& operator=(ShardReader&&) noexcept;
+
+  const ShardHeader& header() const;
+  // Elements [from, from + count) of the slice stored for `name`, as `dtype` (must match).
+  void read(const std::string& name, const std::string& dtype, std::int64_t from,
+            std::int64_t count, void* out) const;
+  std::int64_t slice_offset(const std::string& name) const;
+  std::string rank_state() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace cohort::ckpt

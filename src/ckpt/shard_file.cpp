@@ -1,0 +1,156 @@
+#include "cohort/ckpt/shard_file.hpp"
+
+#include <xxhash.h>
+
+#include <map>
+
+#include "cohort/data/checksum.hpp"
+#include "cohort/data/dataset.hpp"
+#include "cohort/error.hpp"
+#include "data/h5/file.hpp"
+#include "data/h5/h5_check.hpp"
+#include "data/unique_fd.hpp"
+
+namespace cohort::ckpt {
+namespace {
+
+namespace h5 = data::h5;
+constexpr const char* kShardFormat = "cohort-checkpoint-shard";
+constexpr std::int64_t kShardVersion = 1;
+
+// How a checkpoint dtype is stored: HDF5 has no bfloat16 or bool.
+data::DType storage_of(const std::string& dtype) {
+  static const std::map<std::string, data::DType> kTypes = {
+      {"float32", data::DType::kFloat32}, {"float64", data::DType::kFloat64},
+      {"float16", data::DType::kFloat16}, {"bfloat16", data::DType::kUInt16},
+      {"int64", data::DType::kInt64},     {"int32", data::DType::kInt32},
+      {"uint8", data::DType::kUInt8},     {"bool", data::DType::kUInt8}};
+  const auto it = kTypes.find(dtype);
+  COHORT_CHECK(it != kTypes.end(), IoError, "checkpoint: unsupported dtype '", dtype, "'");
+  return it->second;
+}
+
+void fsync_file(const std::string& path) {
+  data::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  COHORT_CHECK(fd.get() >= 0, IoError, path, ": cannot reopen to fsync: ", std::strerror(errno));
+  COHORT_CHECK(::fsync(fd.get()) == 0, IoError, path, ": fsync failed: ", std::strerror(errno));
+}
+
+// "[40, 20]", "[]" for a scalar: a string, because HDF5 refuses empty array attributes.
+std::string shape_text(const std::vector<std::int64_t>& shape) {
+  std::string text = "[";
+  for (std::size_t i = 0; i < shape.size(); ++i) {
+    text += (i ? ", " : "") + std::to_string(shape[i]);
+  }
+  return text + "]";
+}
+
+}  // namespace
+
+std::int64_t dtype_bytes(const std::string& dtype) {
+  return static_cast<std::int64_t>(data::dtype_size(storage_of(dtype)));
+}
+
+std::string bytes_checksum(const void* data, std::size_t bytes) {
+  return data::format_checksum(XXH3_64bits(data, bytes));
+}
+
+std::vector<std::string> write_shard(const std::string& path, const ShardHeader& header,
+                                     const std::vector<ShardSlice>& slices,
+                                     const std::string& rank_state) {
+  std::vector<std::string> checksums;
+  {
+    h5::Hid file = h5::create_file(path);
+    h5::write_attribute(file.get(), "format", kShardFormat, path);
+    h5::write_attribute(file.get(), "format_version", kShardVersion, path);
+    h5::write_attribute(file.get(), "rank", std::int64_t{header.rank}, path);
+    h5::write_attribute(file.get(), "world_size", std::int64_t{header.world_size}, path);
+    h5::write_attribute(file.get(), "step", header.step, path);
+    {
+      auto lock = h5::h5_lock();
+      h5::Hid group(COHORT_H5_CHECK(
+          H5Gcreate2(file.get(), "slices", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), path));
+    }
+    for (const auto& s : slices) {
+      COHORT_CHECK(s.name.find('/') == std::string::npos && !s.name.empty(), IoError, path,
+                   ": tensor name '", s.name, "' is empty or contains '/'");
+      const std::string where = path + ": slice " + s.name;
+      const data::DType type = storage_of(s.dtype);
+      const std::size_t bytes = static_cast<std::size_t>(s.count) * data::dtype_size(type);
+      checksums.push_back(bytes_checksum(s.data, bytes));
+      h5::Hid set =
+          h5::create_dataset(file.get(), "slices/" + s.name, type, s.count, {}, 4 << 20, where);
+      h5::write_rows(set.get(), 0, s.count, type, s.data, where);
+      h5::write_attribute(set.get(), "offset", s.offset, where);
+      h5::write_attribute(set.get(), "dtype", s.dtype, where);
+      h5::write_attribute(set.get(), "global_shape", shape_text(s.global_shape), where);
+    }
+    const auto state_bytes = static_cast<std::int64_t>(rank_state.size());
+    h5::Hid state = h5::create_dataset(file.get(), "rank_state", data::DType::kUInt8, state_bytes,
+                                       {}, 1 << 20, path + ": rank_state");
+    h5::write_rows(state.get(), 0, state_bytes, data::DType::kUInt8, rank_state.data(),
+                   path + ": rank_state");
+  }  // closed here, before the fsync
+  fsync_file(path);
+  return checksums;
+}
+
+struct ShardReader::Impl {
+  std::string path;
+  h5::Hid file;
+  ShardHeader header;
+};
+
+ShardReader::ShardReader(const std::string& path) : impl_(std::make_unique<Impl>()) {
+  impl_->path = path;
+  impl_->file = h5::open_file(path);
+  const auto format = h5::read_string_attribute(impl_->file.get(), "format", path);
+  COHORT_CHECK(format && *format == kShardFormat, IoError, path,
+               ": not a Cohort checkpoint shard (attribute 'format')");
+  const auto number = [&](const char* name) {
+    const auto v = h5::read_number_attribute(impl_->file.get(), name, path);
+    COHORT_CHECK(v && v->size() == 1, IoError, path, ": missing attribute '", name, "'");
+    return static_cast<std::int64_t>(v->front());
+  };
+  COHORT_CHECK(number("format_version") == kShardVersion, IoError, path,
+               ": unsupported shard format_version");
+  impl_->header = {static_cast<int>(number("rank")), static_cast<int>(number("world_size")),
+                   number("step")};
+}
+
+ShardReader::~ShardReader() = default;
+ShardReader::ShardReader(ShardReader&&) noexcept = default;
+ShardReader& ShardReader::operator=(ShardReader&&) noexcept = default;
+
+const ShardHeader& ShardReader::header() const { return impl_->header; }
+
+void ShardReader::read(const std::string& name, const std::string& dtype, std::int64_t from,
+                       std::int64_t count, void* out) const {
+  const std::string where = impl_->path + ": slice " + name;
+  h5::Hid set = h5::open_dataset(impl_->file.get(), "slices/" + name, where);
+  const auto stored = h5::read_string_attribute(set.get(), "dtype", where);
+  COHORT_CHECK(stored && *stored == dtype, IoError, where, ": stored as ",
+               stored ? *stored : std::string("?"), ", wanted ", dtype);
+  h5::read_runs(set.get(), {h5::Run{from, count}}, storage_of(dtype), out, H5P_DEFAULT, false,
+                where);
+}
+
+std::int64_t ShardReader::slice_offset(const std::string& name) const {
+  const std::string where = impl_->path + ": slice " + name;
+  h5::Hid set = h5::open_dataset(impl_->file.get(), "slices/" + name, where);
+  const auto offset = h5::read_number_attribute(set.get(), "offset", where);
+  COHORT_CHECK(offset && offset->size() == 1, IoError, where, ": missing attribute 'offset'");
+  return static_cast<std::int64_t>(offset->front());
+}
+
+std::string ShardReader::rank_state() const {
+  const std::string where = impl_->path + ": rank_state";
+  h5::Hid set = h5::open_dataset(impl_->file.get(), "rank_state", where);
+  const auto n = h5::dims(set.get(), where).at(0);
+  std::string bytes(static_cast<std::size_t>(n), '\0');
+  h5::read_runs(set.get(), {h5::Run{0, n}}, data::DType::kUInt8, bytes.data(), H5P_DEFAULT, false,
+                where);
+  return bytes;
+}
+
+}  // namespace cohort::ckpt
