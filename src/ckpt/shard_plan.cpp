@@ -31,8 +31,8 @@ ShardPlan ShardPlan::balanced(std::vector<TensorSpec> tensors, int world) {
   ShardPlan plan;
   plan.world_ = world;
   plan.tensors_ = std::move(tensors);
-  // Walk the tensors in order; rank r owns the bytes [r * total / world, (r + 1) * total /
-  // world), each cut moved down to the start of the element it falls in.
+  // Walk the tensors in order; rank r owns the elements that start in the bytes
+  // [r * total / world, (r + 1) * total / world): contiguous, so at most one slice per tensor.
   std::int64_t base = 0;  // bytes before the current tensor
   int rank = 0;
   for (std::size_t i = 0; i < plan.tensors_.size(); ++i) {
@@ -43,8 +43,9 @@ ShardPlan ShardPlan::balanced(std::vector<TensorSpec> tensors, int world) {
       while (rank + 1 < world && base + at * t.element_bytes >= (rank + 1) * total / world) ++rank;
       std::int64_t end = n;
       if (rank + 1 < world) {
-        const std::int64_t cut = (rank + 1) * total / world;  // this rank's last byte + 1
-        end = std::min(n, std::max(at + 1, (cut - base) / t.element_bytes));
+        const std::int64_t cut = (rank + 1) * total / world;  // the next rank's first byte
+        // Elements starting before the cut; more than `at`, since element `at` starts before it.
+        end = std::min(n, (cut - base + t.element_bytes - 1) / t.element_bytes);
       }
       plan.slices_.push_back({i, rank, at, end - at});
       at = end;

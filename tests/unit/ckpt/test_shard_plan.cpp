@@ -1,5 +1,6 @@
 #include <boost/test/unit_test.hpp>
 #include <numeric>
+#include <set>
 
 #include "cohort/ckpt/shard_plan.hpp"
 #include "cohort/error.hpp"
@@ -30,6 +31,9 @@ void check_exact_cover(const ShardPlan& plan) {
     }
     BOOST_TEST(next == plan.tensors()[t].numel());
   }
+  // A rank's part is contiguous: at most one slice of each tensor (one dataset per shard).
+  std::set<std::pair<int, std::size_t>> seen;
+  for (const auto& s : plan.slices()) BOOST_TEST(seen.insert({s.rank, s.tensor}).second);
 }
 
 }  // namespace
@@ -44,7 +48,7 @@ BOOST_AUTO_TEST_CASE(one_rank_writes_everything_whole) {
 }
 
 BOOST_AUTO_TEST_CASE(ranks_write_disjoint_parts_balanced_by_bytes) {
-  for (int world : {2, 3, 4, 7, 16}) {
+  for (int world : {2, 3, 4, 5, 7, 16, 33}) {
     const auto plan = ShardPlan::balanced(model(), world);
     check_exact_cover(plan);
     std::int64_t total = 0, most = 0, least = INT64_MAX;

@@ -1,0 +1,78 @@
+// Saving and loading sharded checkpoints (docs/formats/checkpoint.md).
+//
+// save_checkpoint() is collective over the checkpoint's own communicator (never the training
+// one). Every rank holds the same replicated tensors; ShardPlan gives each a disjoint,
+// byte-balanced part, so the ranks write one model copy between them, in parallel. Protocol:
+//  1. every rank writes its shard (its slices and its own rank state) into
+//     <dir>/step-<N>.tmp-<tag>/ and fsyncs it;
+//  2. slice checksums and shard sizes are summed to every rank by one all-reduce (each rank fills
+//     its own entries; the all-reduce is also the barrier);
+//  3. rank 0 writes manifest.json, fsyncs it, renames the directory to step-<N>, fsyncs <dir>,
+//     then replaces <dir>/latest (temporary file + rename + fsync of <dir>); a final barrier.
+// A crash before the rename leaves only a *.tmp-* directory, which clean_partial() removes at the
+// next start; the previous checkpoint and `latest` are untouched until the new one is whole.
+//
+// load_latest() is collective too: it tries `latest`, then every other step-* directory newest
+// first, and takes the first whose manifest is valid, whose tensors match the wanted names,
+// dtypes and shapes, and (with verify) whose slices all match their checksums. Every rank must
+// succeed for a candidate to be taken. Each rejected candidate gets one warning line naming the
+// file and the reason. Resharding is free: each wanted tensor is reassembled from the stored
+// slices, whatever world size wrote them.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cohort/ckpt/manifest.hpp"
+
+namespace cohort::comm {
+class Communicator;
+}
+
+namespace cohort::ckpt {
+
+struct NamedTensor {
+  std::string name;
+  at::Tensor tensor;  // CPU; any dense layout
+};
+
+struct SaveRequest {
+  std::int64_t step = 0;
+  std::int64_t epoch = 0;
+  std::int64_t samples_seen = 0;
+  std::string config_hash;
+  int nodes = 1;
+  std::vector<NamedTensor> tensors;  // the same names, dtypes and shapes on every rank
+  std::string rank_state;            // this rank's own bytes (sampler, RNG)
+};
+
+// "step-00001200"
+std::string step_dir_name(std::int64_t step);
+
+// Collective. Returns the committed directory (<dir>/step-<N>). The temporary directory is
+// step-<N>.tmp-<tag>, the tag being "<SLURM_JOB_ID>-<SLURM_RESTART_COUNT>" inside Slurm and rank
+// 0's process id elsewhere (broadcast, so every rank writes into the same one).
+std::string save_checkpoint(const std::string& dir, const SaveRequest& request,
+                            comm::Communicator& comm);
+
+struct LoadedCheckpoint {
+  std::string path;  // the step directory taken
+  Manifest manifest;
+  std::string rank_state;  // this rank's, when the world size is unchanged; else empty
+};
+
+// Collective. Fills every tensor of `into` (same names, dtypes, shapes) from the newest valid
+// checkpoint in `dir`; nullopt when there is none. Warnings go to `warnings` (rank 0 only).
+std::optional<LoadedCheckpoint> load_latest(const std::string& dir, std::vector<NamedTensor>& into,
+                                            comm::Communicator& comm, bool verify,
+                                            std::FILE* warnings);
+
+// Removes <dir>/step-*.tmp-* left by interrupted saves. Rank 0 calls it at start-up.
+int clean_partial(const std::string& dir);
+
+}  // namespace cohort::ckpt

@@ -1,0 +1,81 @@
+#include "ckpt/files.hpp"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "cohort/error.hpp"
+#include "data/unique_fd.hpp"
+
+namespace cohort::ckpt {
+namespace {
+
+const std::map<c10::ScalarType, std::string>& dtype_names() {
+  static const std::map<c10::ScalarType, std::string> kNames = {
+      {c10::kFloat, "float32"},     {c10::kDouble, "float64"}, {c10::kHalf, "float16"},
+      {c10::kBFloat16, "bfloat16"}, {c10::kLong, "int64"},     {c10::kInt, "int32"},
+      {c10::kByte, "uint8"},        {c10::kBool, "bool"}};
+  return kNames;
+}
+
+}  // namespace
+
+void write_file_synced(const std::string& path, const std::string& text) {
+  data::UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+  COHORT_CHECK(fd.get() >= 0, IoError, path, ": cannot create: ", std::strerror(errno));
+  std::size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n = ::write(fd.get(), text.data() + done, text.size() - done);
+    COHORT_CHECK(n > 0 || errno == EINTR, IoError, path, ": write failed: ", std::strerror(errno));
+    if (n > 0) done += static_cast<std::size_t>(n);
+  }
+  COHORT_CHECK(::fsync(fd.get()) == 0, IoError, path, ": fsync failed: ", std::strerror(errno));
+}
+
+void fsync_directory(const std::string& path) {
+  data::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  COHORT_CHECK(fd.get() >= 0, IoError, path, ": cannot open directory: ", std::strerror(errno));
+  COHORT_CHECK(::fsync(fd.get()) == 0, IoError, path, ": fsync failed: ", std::strerror(errno));
+}
+
+void rename_path(const std::string& from, const std::string& to) {
+  COHORT_CHECK(std::rename(from.c_str(), to.c_str()) == 0, IoError, "cannot rename ", from, " to ",
+               to, ": ", std::strerror(errno));
+}
+
+std::string read_small_file(const std::string& path, std::size_t limit) {
+  std::ifstream in(path, std::ios::binary);
+  COHORT_CHECK(in, IoError, path, ": cannot open: ", std::strerror(errno));
+  std::string text(limit + 1, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  text.resize(static_cast<std::size_t>(in.gcount()));
+  COHORT_CHECK(text.size() <= limit, IoError, path, ": larger than ", limit, " bytes");
+  return text;
+}
+
+std::string dtype_name(c10::ScalarType type) {
+  const auto it = dtype_names().find(type);
+  COHORT_CHECK(it != dtype_names().end(), IoError, "checkpoint: tensors of type ", type,
+               " are not supported");
+  return it->second;
+}
+
+c10::ScalarType scalar_type_of(const std::string& dtype) {
+  for (const auto& [type, name] : dtype_names()) {
+    if (name == dtype) return type;
+  }
+  COHORT_THROW(IoError, "checkpoint: unknown dtype '", dtype, "'");
+}
+
+std::uint64_t parse_checksum(const std::string& text) {
+  const std::string prefix = "xxh3-64:";
+  const bool hex = text.find_first_not_of("0123456789abcdef", prefix.size()) == std::string::npos;
+  COHORT_CHECK(text.rfind(prefix, 0) == 0 && text.size() == prefix.size() + 16 && hex, IoError,
+               "checkpoint: malformed checksum '", text, "'");
+  return std::stoull(text.substr(prefix.size()), nullptr, 16);
+}
+
+}  // namespace cohort::ckpt

@@ -1,0 +1,183 @@
+#include <ATen/ops/zeros.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <ctime>
+#include <filesystem>
+
+#include <unistd.h>
+
+#include "ckpt/files.hpp"
+#include "cohort/ckpt/checkpoint.hpp"
+#include "cohort/ckpt/shard_file.hpp"
+#include "cohort/ckpt/shard_plan.hpp"
+#include "cohort/comm/communicator.hpp"
+#include "cohort/config.hpp"
+#include "cohort/data/checksum.hpp"
+#include "cohort/error.hpp"
+
+namespace cohort::ckpt {
+namespace {
+
+std::string utc_now() {
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return text;
+}
+
+std::string shard_name(int rank, int world) {
+  char name[64];
+  std::snprintf(name, sizeof name, "shard-%05d-of-%05d.h5", rank, world);
+  return name;
+}
+
+// This rank's shard: its slices of the flattened tensors. Returns the slice checksums.
+std::vector<std::uint64_t> write_own_shard(const std::string& path, const ShardPlan& plan,
+                                           const std::vector<at::Tensor>& flat,
+                                           const SaveRequest& request, int rank) {
+  std::vector<ShardSlice> mine;
+  for (const auto& s : plan.slices_of(rank)) {
+    const TensorSpec& spec = plan.tensors()[s.tensor];
+    const auto* base = static_cast<const unsigned char*>(flat[s.tensor].data_ptr());
+    mine.push_back({spec.name, spec.dtype, spec.shape, s.offset, s.count,
+                    base + s.offset * spec.element_bytes});
+  }
+  std::vector<std::uint64_t> sums;
+  for (const auto& text :
+       write_shard(path, {rank, plan.world(), request.step}, mine, request.rank_state)) {
+    sums.push_back(parse_checksum(text));
+  }
+  return sums;
+}
+
+Manifest manifest_of(const SaveRequest& request, const ShardPlan& plan, int world,
+                     const at::Tensor& sums) {
+  Manifest m;
+  m.step = request.step;
+  m.epoch = request.epoch;
+  m.samples_seen = request.samples_seen;
+  m.world_size = world;
+  m.nodes = request.nodes;
+  m.config_hash = request.config_hash;
+  m.cohort_version = COHORT_VERSION;
+  m.created = utc_now();
+  const auto* s = sums.data_ptr<std::int64_t>();
+  const std::size_t n = plan.slices().size();
+  for (int r = 0; r < world; ++r) m.shards.push_back({shard_name(r, world), r, s[n + r]});
+  for (const auto& spec : plan.tensors())
+    m.tensors.push_back({spec.name, spec.dtype, spec.shape, {}});
+  for (std::size_t i = 0; i < n; ++i) {
+    const Slice& slice = plan.slices()[i];
+    m.tensors[slice.tensor].slices.push_back(
+        {slice.rank, slice.offset, slice.count,
+         data::format_checksum(static_cast<std::uint64_t>(s[i]))});
+  }
+  return m;
+}
+
+// Rank 0's commit: manifest, rename, latest. Each step durable before the next.
+void commit(const std::string& dir, const std::string& tmp, const std::string& final_dir,
+            const Manifest& m) {
+  write_file_synced(tmp + "/manifest.json", m.to_json());
+  fsync_directory(tmp);
+  std::error_code error;
+  if (std::filesystem::exists(final_dir, error)) std::filesystem::remove_all(final_dir, error);
+  rename_path(tmp, final_dir);
+  fsync_directory(dir);
+  const std::string latest_tmp = dir + "/latest.tmp-" + std::to_string(::getpid());
+  write_file_synced(latest_tmp, step_dir_name(m.step) + "\n");
+  rename_path(latest_tmp, dir + "/latest");
+  fsync_directory(dir);
+}
+
+// Names this save attempt, the same on every rank: a requeued job never writes into a leftover.
+std::string attempt_tag(comm::Communicator& comm) {
+  at::Tensor pid = at::zeros({1}, at::kLong);
+  pid[0] = static_cast<std::int64_t>(::getpid());
+  comm.broadcast(pid, 0);
+  const char* job = std::getenv("SLURM_JOB_ID");
+  const char* restarts = std::getenv("SLURM_RESTART_COUNT");
+  if (job != nullptr && *job != '\0') {
+    return std::string(job) + "-" + (restarts != nullptr && *restarts ? restarts : "0");
+  }
+  return std::to_string(pid.item<std::int64_t>());
+}
+
+}  // namespace
+
+std::string step_dir_name(std::int64_t step) {
+  char name[40];
+  std::snprintf(name, sizeof name, "step-%08lld", static_cast<long long>(step));
+  return name;
+}
+
+std::string save_checkpoint(const std::string& dir, const SaveRequest& request,
+                            comm::Communicator& comm) {
+  const std::string tag = attempt_tag(comm);
+  const int rank = comm.rank(), world = comm.size();
+  std::vector<TensorSpec> specs;
+  std::vector<at::Tensor> flat;
+  for (const auto& t : request.tensors) {
+    flat.push_back(t.tensor.contiguous().reshape({-1}));
+    specs.push_back({t.name, dtype_name(t.tensor.scalar_type()), t.tensor.sizes().vec(),
+                     static_cast<std::int64_t>(t.tensor.element_size())});
+  }
+  const ShardPlan plan = ShardPlan::balanced(std::move(specs), world);
+  const std::string final_dir = dir + "/" + step_dir_name(request.step);
+  const std::string tmp = final_dir + ".tmp-" + tag;
+  const std::size_t n = plan.slices().size();
+  // [slice checksums..., shard sizes..., failures]: each rank fills its own entries.
+  at::Tensor sums = at::zeros({static_cast<std::int64_t>(n) + world + 1}, at::kLong);
+  std::string failure;
+  try {
+    data::make_directories(tmp);
+    const std::string path = tmp + "/" + shard_name(rank, world);
+    const auto mine = write_own_shard(path, plan, flat, request, rank);
+    auto* s = sums.data_ptr<std::int64_t>();
+    std::size_t k = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      if (plan.slices()[i].rank == rank) s[i] = static_cast<std::int64_t>(mine[k++]);
+    }
+    s[n + static_cast<std::size_t>(rank)] = data::file_bytes(path);
+  } catch (const IoError& e) {
+    failure = e.what();
+    sums[static_cast<std::int64_t>(n) + world] = 1;
+  }
+  comm.all_reduce(sums);  // also the barrier: every shard is on disk after it
+  COHORT_CHECK(failure.empty(), IoError, "checkpoint step ", request.step, ": ", failure);
+  COHORT_CHECK(sums[static_cast<std::int64_t>(n) + world].item<std::int64_t>() == 0, IoError,
+               "checkpoint step ", request.step, ": another rank could not write its shard");
+  // Rank 0 commits; the others wait for its verdict (a failure must not leave them waiting).
+  at::Tensor committed = at::zeros({1}, at::kLong);
+  if (rank == 0) {
+    try {
+      commit(dir, tmp, final_dir, manifest_of(request, plan, world, sums));
+    } catch (const IoError& e) {
+      failure = e.what();
+      committed[0] = 1;
+    }
+  }
+  comm.all_reduce(committed);
+  COHORT_CHECK(failure.empty(), IoError, "checkpoint step ", request.step, ": ", failure);
+  COHORT_CHECK(committed.item<std::int64_t>() == 0, IoError, "checkpoint step ", request.step,
+               ": rank 0 could not commit it");
+  return final_dir;
+}
+
+int clean_partial(const std::string& dir) {
+  int removed = 0;
+  std::error_code error;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, error)) {
+    const std::string name = entry.path().filename().string();
+    const bool leftover =
+        (name.rfind("step-", 0) == 0 && name.find(".tmp-") != std::string::npos) ||
+        name.rfind("latest.tmp-", 0) == 0;
+    if (leftover && std::filesystem::remove_all(entry.path(), error) > 0) ++removed;
+  }
+  return removed;
+}
+
+}  // namespace cohort::ckpt
