@@ -73,6 +73,17 @@ const std::vector<KeySpec>& config_table() {
       {"parallel", "bucket_mb", K::kFloat, "25", "DDP bucket size in MiB"},
       {"parallel", "overlap", K::kBool, "false",
        "all-reduce buckets during backward (pays with spare cores or a GPU)"},
+      // [checkpoint]
+      {"checkpoint", "dir", K::kString, "",
+       "checkpoint directory (empty: <train.run_dir>/checkpoints)"},
+      {"checkpoint", "every_steps", K::kInt, "0",
+       "save every N optimizer steps and at the end (0: never)"},
+      {"checkpoint", "keep_last", K::kInt, "3", "keep the newest N checkpoints (0: keep all)"},
+      {"checkpoint", "keep_every", K::kInt, "0",
+       "also keep every checkpoint whose step divides by N, forever (0: none)"},
+      {"checkpoint", "resume", K::kBool, "true",
+       "start from the newest valid checkpoint in checkpoint.dir when there is one"},
+      {"checkpoint", "verify", K::kBool, "true", "check every slice's checksum when loading"},
   };
   return table;
 }

@@ -24,6 +24,7 @@
 #include "cohort/error.hpp"
 #include "cohort/train/config.hpp"
 #include "cohort/train/optim.hpp"
+#include "train/checkpointing.hpp"
 #include "train/step.hpp"
 
 namespace cohort::train {
@@ -46,6 +47,7 @@ struct Trainer::Impl {
   std::unique_ptr<ddp::DistributedDataParallel> ddp;
   std::unique_ptr<torch::optim::Optimizer> optimizer;
   std::unique_ptr<LrSchedule> schedule;
+  std::unique_ptr<TrainCheckpoints> checkpoints;
   std::ofstream metrics;  // rank 0
   std::FILE* progress = stdout;
   std::int64_t accumulation = 1, total_steps = 0;
@@ -58,6 +60,7 @@ struct Trainer::Impl {
   void setup();
   double step(const std::vector<data::Batch>& micro, std::int64_t index);
   bool evaluate_and_check(std::int64_t step);
+  std::optional<ResumePoint> resume();
   void log(nlohmann::json record);
 };
 
@@ -111,6 +114,28 @@ void Trainer::Impl::setup() {
   limited_by_steps = max_steps > 0 && max_steps < total_steps;
   if (limited_by_steps) total_steps = max_steps;
   schedule = std::make_unique<LrSchedule>(config, total_steps);
+  checkpoints = std::make_unique<TrainCheckpoints>(config, session, *model, *optimizer);
+}
+
+// Loads the newest valid checkpoint when there is one and puts the loader where it was; opens
+// metrics.jsonl (appending when resuming, so the run's record continues).
+std::optional<ResumePoint> Trainer::Impl::resume() {
+  auto point = checkpoints->resume(config.get_int("data.batch_size"), progress);
+  if (session.rank() == 0) {
+    metrics.open(config.get_string("train.run_dir") + "/metrics.jsonl",
+                 point ? std::ios::app : std::ios::trunc);
+  }
+  if (!point) return std::nullopt;
+  loader->restore(point->loader);
+  if (session.rank() == 0) {
+    std::fprintf(progress, "resumed from %s at step %lld (epoch %lld, batch %lld)\n",
+                 point->path.c_str(), static_cast<long long>(point->step),
+                 static_cast<long long>(point->loader.epoch),
+                 static_cast<long long>(point->loader.batch));
+    std::fflush(progress);
+  }
+  log({{"event", "resume"}, {"step", point->step}, {"from", point->path}});
+  return point;
 }
 
 void Trainer::Impl::log(nlohmann::json record) {
@@ -218,7 +243,6 @@ Trainer::Trainer(const Config& config, const comm::MpiSession& session, std::str
     std::filesystem::create_directories(dir, error);
     COHORT_CHECK(!error, ConfigError, "train.run_dir: cannot create ", dir, ": ", error.message());
     std::ofstream(dir + "/config.resolved.ini") << config.resolved_ini();
-    impl_->metrics.open(dir + "/metrics.jsonl", std::ios::trunc);
   }
 }
 
@@ -242,9 +266,11 @@ TrainSummary Trainer::run(std::FILE* progress) {
                  s.ranks, s.launcher.c_str(), s.threads, s.blas_threads, s.malloc_tuning.c_str(),
                  static_cast<long long>(im.total_steps));
   }
-  std::int64_t step = 0, evaluated_at = -1;
+  const auto resumed = im.resume();
+  const std::int64_t first_step = resumed ? resumed->step : 0;
+  std::int64_t step = first_step, evaluated_at = -1;
   std::vector<data::Batch> micro;
-  bool stop = false;
+  bool stop = step >= im.total_steps;  // a finished run started again: nothing left to do
   SteadyClock steady;
   const auto finish_eval = [&] {
     evaluated_at = step;
@@ -255,7 +281,7 @@ TrainSummary Trainer::run(std::FILE* progress) {
     }
     steady.exclude(Clock::now() - eval_start);
   };
-  for (std::int64_t epoch = 0; epoch < epochs && !stop; ++epoch) {
+  for (std::int64_t epoch = resumed ? resumed->loader.epoch : 0; epoch < epochs && !stop; ++epoch) {
     s.epochs = epoch + 1;
     while (auto batch = im.loader->next()) {
       micro.push_back(std::move(*batch));
@@ -263,10 +289,11 @@ TrainSummary Trainer::run(std::FILE* progress) {
       s.last_loss = im.step(micro, step);
       micro.clear();
       ++step;
-      steady.step_done(step);
+      steady.step_done(step - first_step);
       const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
       s.samples_per_s =
-          static_cast<double>(step * im.accumulation * batch_size * s.ranks) / elapsed;
+          static_cast<double>((step - first_step) * im.accumulation * batch_size * s.ranks) /
+          elapsed;
       im.log({{"event", "step"},
               {"step", step},
               {"epoch", epoch},
@@ -282,6 +309,7 @@ TrainSummary Trainer::run(std::FILE* progress) {
         std::fflush(im.progress);
       }
       if (eval_every > 0 && step % eval_every == 0) finish_eval();
+      im.checkpoints->maybe_save(step, im.loader->state(), batch_size, false);
       if (step >= im.total_steps) {
         stop = true;
         if (s.stop_reason == "epochs" && im.limited_by_steps) s.stop_reason = "max_steps";
@@ -292,6 +320,7 @@ TrainSummary Trainer::run(std::FILE* progress) {
     if (!stop && eval_every == 0) finish_eval();
   }
   if (evaluated_at != step) finish_eval();  // the final model is always evaluated
+  im.checkpoints->maybe_save(step, im.loader->state(), batch_size, /*final=*/true);
   s.steps = step;
   s.seconds = std::chrono::duration<double>(Clock::now() - start).count();
   s.steady_samples_per_s = steady.samples_per_s(im.accumulation * batch_size * s.ranks);

@@ -1,0 +1,170 @@
+#include "train/checkpointing.hpp"
+
+#include <ATen/CPUGeneratorImpl.h>
+#include <ATen/ops/tensor.h>
+#include <ATen/ops/zeros_like.h>
+#include <c10/util/string_utils.h>
+#include <torch/optim/adamw.h>
+#include <torch/optim/sgd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <mutex>
+#include <filesystem>
+
+#include "cohort/comm/factory.hpp"
+#include "cohort/comm/mpi_session.hpp"
+#include "cohort/error.hpp"
+#include "cohort/train/config.hpp"
+
+namespace cohort::train {
+namespace {
+
+std::string key_of(const at::Tensor& param) {
+  return c10::guts::to_string(param.unsafeGetTensorImpl());
+}
+
+std::string generator_state() {
+  at::Generator generator = at::detail::getDefaultCPUGenerator();
+  std::lock_guard<std::mutex> lock(generator.mutex());
+  const at::Tensor state = generator.get_state();
+  return std::string(static_cast<const char*>(state.data_ptr()),
+                     static_cast<std::size_t>(state.numel()));
+}
+
+void set_generator_state(const std::string& bytes) {
+  at::Tensor state = at::empty({static_cast<std::int64_t>(bytes.size())}, at::kByte);
+  std::memcpy(state.data_ptr(), bytes.data(), bytes.size());
+  at::Generator generator = at::detail::getDefaultCPUGenerator();  // a handle on the same one
+  std::lock_guard<std::mutex> lock(generator.mutex());
+  generator.set_state(state);
+}
+
+}  // namespace
+
+TrainCheckpoints::TrainCheckpoints(const Config& config, const comm::MpiSession& session,
+                                   Model& model, torch::optim::Optimizer& optimizer)
+    : config_(config),
+      model_(model),
+      optimizer_(optimizer),
+      comm_(comm::make_communicator(session, comm::Backend::kMpi)),  // never the training one
+      dir_(config.get_string("checkpoint.dir")),
+      every_(config.get_int("checkpoint.every_steps")) {
+  if (dir_.empty()) dir_ = config.get_string("train.run_dir") + "/checkpoints";
+  nodes_ = std::max(1, session.size() / std::max(1, session.node_size()));
+}
+
+TrainCheckpoints::~TrainCheckpoints() = default;
+
+// The training state as named tensors. create_optimizer_state: give every parameter the state
+// its optimizer would create at its first step (zeros), so that a checkpoint can fill it.
+std::vector<ckpt::NamedTensor> TrainCheckpoints::tensors(bool create_optimizer_state) {
+  std::vector<ckpt::NamedTensor> out;
+  adamw_steps_.clear();
+  for (const auto& p : model_.named_parameters()) out.push_back({"model." + p.key(), p.value()});
+  for (const auto& b : model_.named_buffers()) out.push_back({"model." + b.key(), b.value()});
+  const bool adamw = config_.get_string("optim.name") == "adamw";
+  const bool momentum = config_.get_float("optim.momentum") != 0;
+  auto& state = optimizer_.state();
+  for (const auto& p : model_.named_parameters()) {
+    const std::string name = "optim." + p.key();
+    const std::string key = key_of(p.value());
+    if (create_optimizer_state && state.find(key) == state.end() && (adamw || momentum)) {
+      if (adamw) {
+        auto s = std::make_unique<torch::optim::AdamWParamState>();
+        s->exp_avg(at::zeros_like(p.value())).exp_avg_sq(at::zeros_like(p.value()));
+        state[key] = std::move(s);
+      } else {
+        auto s = std::make_unique<torch::optim::SGDParamState>();
+        s->momentum_buffer(at::zeros_like(p.value()));
+        state[key] = std::move(s);
+      }
+    }
+    const auto it = state.find(key);
+    if (it == state.end()) continue;
+    if (adamw) {
+      auto& s = static_cast<torch::optim::AdamWParamState&>(*it->second);
+      out.push_back({name + ".exp_avg", s.exp_avg()});
+      out.push_back({name + ".exp_avg_sq", s.exp_avg_sq()});
+      // AdamW counts steps per parameter in a plain integer: carried in a tensor, written back
+      // by restore_adamw_steps() after a load.
+      adamw_steps_.emplace_back(&s, at::tensor({s.step()}, at::kLong));
+      out.push_back({name + ".step", adamw_steps_.back().second});
+    } else {
+      out.push_back({name + ".momentum_buffer",
+                     static_cast<torch::optim::SGDParamState&>(*it->second).momentum_buffer()});
+    }
+  }
+  return out;
+}
+
+std::optional<ResumePoint> TrainCheckpoints::resume(std::int64_t batch_size, std::FILE* progress) {
+  if (comm_->rank() == 0) {
+    std::error_code error;
+    if (std::filesystem::exists(dir_, error)) ckpt::clean_partial(dir_);
+  }
+  comm_->barrier();  // nobody looks at the directory while rank 0 cleans it
+  if (!config_.get_bool("checkpoint.resume")) return std::nullopt;
+  auto wanted = tensors(/*create_optimizer_state=*/true);
+  at::Tensor position = at::zeros({4}, at::kLong);
+  wanted.push_back({"trainer.position", position});
+  const auto loaded =
+      ckpt::load_latest(dir_, wanted, *comm_, config_.get_bool("checkpoint.verify"), progress);
+  if (!loaded) {
+    optimizer_.state().clear();  // a fresh start: the optimizer creates its own state
+    return std::nullopt;
+  }
+  for (auto& [state, tensor] : adamw_steps_) state->step(tensor.item<std::int64_t>());
+  const auto* p = position.data_ptr<std::int64_t>();
+  ResumePoint point{p[0], {p[1], p[2]}, loaded->path};
+  const std::int64_t global_batch = batch_size * comm_->size();
+  if (loaded->manifest.world_size == comm_->size() && p[3] == global_batch) {
+    set_generator_state(loaded->rank_state);
+  } else {  // another world: the same global sample count within the epoch, in new batches
+    point.loader.batch = p[2] * p[3] / global_batch;
+  }
+  last_saved_ = point.step;
+  return point;
+}
+
+std::string TrainCheckpoints::maybe_save(std::int64_t step, const data::LoaderState& loader,
+                                         std::int64_t batch_size, bool final) {
+  if (every_ <= 0 || step == last_saved_ || (!final && step % every_ != 0)) return "";
+  ckpt::SaveRequest request;
+  request.step = step;
+  request.epoch = loader.epoch;
+  const std::int64_t global_batch = batch_size * comm_->size();
+  request.samples_seen = step * global_batch * config_.get_int("optim.accumulation");
+  request.config_hash = config_.hash();
+  request.nodes = nodes_;
+  request.tensors = tensors(/*create_optimizer_state=*/false);
+  request.tensors.push_back(
+      {"trainer.position",
+       at::tensor({step, loader.epoch, loader.batch, global_batch}, at::kLong)});
+  request.rank_state = generator_state();
+  const std::string path = ckpt::save_checkpoint(dir_, request, *comm_);
+  last_saved_ = step;
+  if (comm_->rank() == 0) apply_retention();
+  return path;
+}
+
+// Keeps the newest checkpoint.keep_last, and every step divisible by checkpoint.keep_every.
+void TrainCheckpoints::apply_retention() {
+  const std::int64_t keep_last = config_.get_int("checkpoint.keep_last");
+  const std::int64_t keep_every = config_.get_int("checkpoint.keep_every");
+  if (keep_last <= 0) return;
+  std::vector<std::pair<std::int64_t, std::filesystem::path>> steps;
+  std::error_code error;
+  for (const auto& entry : std::filesystem::directory_iterator(dir_, error)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind("step-", 0) != 0 || name.find('.') != std::string::npos) continue;
+    steps.emplace_back(std::stoll(name.substr(5)), entry.path());
+  }
+  std::sort(steps.rbegin(), steps.rend());
+  for (std::size_t i = static_cast<std::size_t>(keep_last); i < steps.size(); ++i) {
+    if (keep_every > 0 && steps[i].first % keep_every == 0) continue;
+    std::filesystem::remove_all(steps[i].second, error);
+  }
+}
+
+}  // namespace cohort::train

@@ -1,0 +1,70 @@
+// TrainCheckpoints: what `cohort train` saves and restores, through the ckpt module.
+//
+// The saved tensors, by name: model.<parameter or buffer>, optim.<parameter>.<state> (SGD's
+// momentum_buffer; AdamW's exp_avg, exp_avg_sq and step), and trainer.position = [step, epoch,
+// batch within the epoch, global batch size]; every rank holds them alike. Each rank's own state
+// is its CPU random generator. Resuming with the same world size continues the loader exactly;
+// with another one the loader restarts the epoch at the same global sample count (rounded down to
+// a whole new global batch). Collective calls go over the checkpoint's own communicator.
+#pragma once
+
+#include <torch/optim/adamw.h>
+#include <torch/optim/optimizer.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "cohort/ckpt/checkpoint.hpp"
+#include "cohort/comm/communicator.hpp"
+#include "cohort/data/loader.hpp"
+#include "cohort/train/model.hpp"
+
+namespace cohort::comm {
+class MpiSession;
+}
+
+namespace cohort::train {
+
+class Config;
+
+struct ResumePoint {
+  std::int64_t step = 0;
+  data::LoaderState loader;
+  std::string path;  // the checkpoint taken
+};
+
+class TrainCheckpoints {
+ public:
+  TrainCheckpoints(const Config& config, const comm::MpiSession& session, Model& model,
+                   torch::optim::Optimizer& optimizer);
+  ~TrainCheckpoints();
+  bool saving() const { return every_ > 0; }
+
+  // Collective. Cleans leftovers of interrupted saves, then loads the newest valid checkpoint
+  // (checkpoint.resume); nullopt when there is none. Warnings go to `progress` on rank 0.
+  std::optional<ResumePoint> resume(std::int64_t batch_size, std::FILE* progress);
+  // Collective. Saves when `step` is a multiple of checkpoint.every_steps, or when `final`.
+  // Returns the committed directory, or "" when nothing was due.
+  std::string maybe_save(std::int64_t step, const data::LoaderState& loader,
+                         std::int64_t batch_size, bool final);
+
+ private:
+  std::vector<ckpt::NamedTensor> tensors(bool create_optimizer_state);
+  void apply_retention();
+
+  const Config& config_;
+  Model& model_;
+  torch::optim::Optimizer& optimizer_;
+  std::unique_ptr<comm::Communicator> comm_;
+  std::string dir_;
+  std::int64_t every_ = 0, last_saved_ = -1;
+  std::vector<std::pair<torch::optim::AdamWParamState*, at::Tensor>> adamw_steps_;
+  int nodes_ = 1;
+};
+
+}  // namespace cohort::train
