@@ -9,8 +9,8 @@
 
 #include <algorithm>
 #include <cstring>
-#include <mutex>
 #include <filesystem>
+#include <mutex>
 
 #include "cohort/comm/factory.hpp"
 #include "cohort/comm/mpi_session.hpp"
