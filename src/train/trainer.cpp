@@ -61,6 +61,7 @@ struct Trainer::Impl {
   double step(const std::vector<data::Batch>& micro, std::int64_t index);
   bool evaluate_and_check(std::int64_t step);
   std::optional<ResumePoint> resume();
+  void report_step(std::int64_t step, std::int64_t epoch, double elapsed);
   void log(nlohmann::json record);
 };
 
@@ -115,6 +116,24 @@ void Trainer::Impl::setup() {
   if (limited_by_steps) total_steps = max_steps;
   schedule = std::make_unique<LrSchedule>(config, total_steps);
   checkpoints = std::make_unique<TrainCheckpoints>(config, session, *model, *optimizer);
+}
+
+// One metrics record per step; a progress line every train.log_every steps (and the first).
+void Trainer::Impl::report_step(std::int64_t step, std::int64_t epoch, double elapsed) {
+  const double lr = schedule->at(step - 1);
+  log({{"event", "step"},
+       {"step", step},
+       {"epoch", epoch},
+       {"loss", summary.last_loss},
+       {"lr", lr}});
+  const std::int64_t log_every = config.get_int("train.log_every");
+  if (session.rank() != 0 || log_every <= 0 || (step % log_every != 0 && step != 1)) return;
+  std::fprintf(progress,
+               "step  %lld/%lld epoch %lld loss %.4f lr %.5f samples/s %.0f data-wait %.1f%%\n",
+               static_cast<long long>(step), static_cast<long long>(total_steps),
+               static_cast<long long>(epoch), summary.last_loss, lr, summary.samples_per_s,
+               100 * loader->wait().total_seconds / elapsed);
+  std::fflush(progress);
 }
 
 // Loads the newest valid checkpoint when there is one and puts the loader where it was; opens
@@ -294,20 +313,7 @@ TrainSummary Trainer::run(std::FILE* progress) {
       s.samples_per_s =
           static_cast<double>((step - first_step) * im.accumulation * batch_size * s.ranks) /
           elapsed;
-      im.log({{"event", "step"},
-              {"step", step},
-              {"epoch", epoch},
-              {"loss", s.last_loss},
-              {"lr", im.schedule->at(step - 1)}});
-      if (im.session.rank() == 0 && log_every > 0 && (step % log_every == 0 || step == 1)) {
-        std::fprintf(
-            im.progress,
-            "step  %lld/%lld epoch %lld loss %.4f lr %.5f samples/s %.0f data-wait %.1f%%\n",
-            static_cast<long long>(step), static_cast<long long>(im.total_steps),
-            static_cast<long long>(epoch), s.last_loss, im.schedule->at(step - 1), s.samples_per_s,
-            100 * im.loader->wait().total_seconds / elapsed);
-        std::fflush(im.progress);
-      }
+      im.report_step(step, epoch, elapsed);
       if (eval_every > 0 && step % eval_every == 0) finish_eval();
       im.checkpoints->maybe_save(step, im.loader->state(), batch_size, false);
       if (step >= im.total_steps) {
