@@ -18,6 +18,7 @@ const std::vector<Command>& commands() {
        run_train},
       {"config", "trainer configuration: check a file, print the key reference", run_config},
       {"data", "datasets: make-synthetic, import, inspect, split, stage", run_data},
+      {"ckpt", "checkpoints: list, inspect, verify", run_ckpt},
       {"bench", "benchmarks against a baseline in the same run: allreduce, ddp, io", run_bench},
       {"launch", "start N ranks of a command: srun in an allocation, mpirun elsewhere", run_launch},
   };

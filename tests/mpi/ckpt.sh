@@ -5,9 +5,11 @@
 #  - one flipped byte in a shard: the checksum catches it, the load falls back to the previous
 #    checkpoint with a warning naming the file; without verification the corruption gets through;
 #  - a manifest naming a shard outside its directory (../../x) is rejected; a missing shard too;
-#  - leftovers of interrupted saves are ignored by the loader and removed by clean_partial().
+#  - leftovers of interrupted saves are ignored by the loader and removed by clean_partial();
+#  - `cohort ckpt list|inspect|verify`: verify exits 0 on a clean checkpoint and 3 naming the
+#    slice on a corrupt one.
 set -euo pipefail
-probe=$1 work=$2
+probe=$1 work=$2 cohort=$3
 rm -rf "$work" && mkdir -p "$work" && cd "$work"
 run() { $MPIEXEC $MPIEXEC_FLAGS -np "$@"; }
 fail() { echo "FAIL: $*" >&2; exit 1; }
@@ -35,6 +37,14 @@ data[at + 2] ^= 0x01
 open(sys.argv[1], "wb").write(data)
 PY
 out=$(run 2 "$probe" load ck 2>err.txt) || fail "no fallback after corruption: $(cat err.txt)"
+"$cohort" ckpt verify pristine >/dev/null || fail "ckpt verify: the pristine copy is not clean"
+rc=0; "$cohort" ckpt verify ck >verify.txt 2>&1 || rc=$?
+[ "$rc" = 3 ] && grep -q "shard-00000-of-00002.h5: slice fc.weight does not match its checksum" \
+  verify.txt || fail "ckpt verify (exit $rc) missed the corruption: $(cat verify.txt)"
+"$cohort" ckpt list ck --json | /usr/bin/python3 -c 'import json,sys; r=json.load(sys.stdin); \
+  assert [e["step"] for e in r] == [20, 10] and r[0]["latest"] and r[1]["world_size"] == 3, r'
+"$cohort" ckpt inspect ck/step-00000010 --json | /usr/bin/python3 -c 'import json,sys; \
+  r=json.load(sys.stdin); assert r["world_size"] == 3 and len(r["tensor_index"]) == 6, r'
 [ "$(echo "$out" | step_of)" = 10 ] || fail "loaded $out instead of falling back to step 10"
 grep -q "skipping checkpoint .*step-00000020.*shard-00000-of-00002.h5.*checksum" err.txt ||
   fail "the warning does not name the shard and the checksum: $(cat err.txt)"

@@ -1,0 +1,36 @@
+// Looking at checkpoints from one process, without MPI: what `cohort ckpt list|inspect|verify`
+// print. Every error is an IoError naming the file.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "cohort/ckpt/manifest.hpp"
+
+namespace cohort::ckpt {
+
+struct CheckpointEntry {
+  std::string path;  // <dir>/step-N
+  std::int64_t step = 0;
+  bool latest = false;     // the one <dir>/latest names
+  bool readable = false;   // its manifest parses and validates
+  std::string problem;     // why not, when not
+  Manifest manifest;       // when readable
+  std::int64_t bytes = 0;  // sum of its shards' sizes, from the manifest
+};
+
+// Committed checkpoints of a checkpoint directory, newest first (leftovers of interrupted saves
+// are not listed).
+std::vector<CheckpointEntry> list_checkpoints(const std::string& dir);
+
+// A step directory as given, or the one a checkpoint directory's `latest` names.
+std::string resolve_checkpoint(const std::string& path);
+Manifest read_manifest(const std::string& step_dir);
+
+// Reads every slice of every tensor and compares it with its checksum, and each shard's size
+// with the manifest's. Returns one line per problem ("<file>: slice X does not match its
+// checksum"); empty when the checkpoint is clean.
+std::vector<std::string> verify_checkpoint(const std::string& step_dir);
+
+}  // namespace cohort::ckpt

@@ -1,0 +1,111 @@
+#include "cohort/ckpt/inspect.hpp"
+
+#include <algorithm>
+#include <filesystem>
+#include <map>
+#include <vector>
+
+#include "ckpt/files.hpp"
+#include "cohort/ckpt/shard_file.hpp"
+#include "cohort/data/checksum.hpp"
+#include "cohort/error.hpp"
+
+namespace cohort::ckpt {
+namespace {
+
+constexpr std::size_t kManifestLimit = 256 << 20;
+
+std::string latest_name(const std::string& dir) {
+  std::string name = read_small_file(dir + "/latest", 4096);
+  while (!name.empty() && (name.back() == '\n' || name.back() == ' ')) name.pop_back();
+  COHORT_CHECK(is_contained_path(name) && name.find('/') == std::string::npos, IoError, dir,
+               "/latest: names '", name, "', not a step directory beside it");
+  return name;
+}
+
+}  // namespace
+
+Manifest read_manifest(const std::string& step_dir) {
+  const std::string file = step_dir + "/manifest.json";
+  return Manifest::parse(read_small_file(file, kManifestLimit), file);
+}
+
+std::string resolve_checkpoint(const std::string& path) {
+  std::error_code error;
+  COHORT_CHECK(std::filesystem::is_directory(path, error), IoError, path, ": not a directory");
+  if (std::filesystem::exists(path + "/manifest.json", error)) return path;
+  COHORT_CHECK(std::filesystem::exists(path + "/latest", error), IoError, path,
+               ": neither a checkpoint (no manifest.json) nor a checkpoint directory (no latest)");
+  return path + "/" + latest_name(path);
+}
+
+std::vector<CheckpointEntry> list_checkpoints(const std::string& dir) {
+  std::error_code error;
+  COHORT_CHECK(std::filesystem::is_directory(dir, error), IoError, dir, ": not a directory");
+  std::string latest;
+  try {
+    latest = latest_name(dir);
+  } catch (const IoError&) {
+    // no (valid) latest: nothing is marked
+  }
+  std::vector<CheckpointEntry> entries;
+  for (const auto& item : std::filesystem::directory_iterator(dir, error)) {
+    const std::string name = item.path().filename().string();
+    if (name.rfind("step-", 0) != 0 || name.find('.') != std::string::npos) continue;
+    CheckpointEntry e;
+    e.path = item.path().string();
+    e.step = std::stoll(name.substr(5));
+    e.latest = name == latest;
+    try {
+      e.manifest = read_manifest(e.path);
+      e.readable = true;
+      for (const auto& s : e.manifest.shards) e.bytes += s.bytes;
+    } catch (const IoError& problem) {
+      e.problem = problem.what();
+    }
+    entries.push_back(std::move(e));
+  }
+  std::sort(entries.begin(), entries.end(),
+            [](const auto& a, const auto& b) { return a.step > b.step; });
+  return entries;
+}
+
+std::vector<std::string> verify_checkpoint(const std::string& step_dir) {
+  std::vector<std::string> problems;
+  const Manifest m = read_manifest(step_dir);
+  std::map<int, ShardReader> readers;
+  for (std::size_t i = 0; i < m.shards.size(); ++i) {
+    const std::string file = step_dir + "/" + m.shards[i].file;
+    try {
+      const std::int64_t bytes = data::file_bytes(file);
+      if (bytes != m.shards[i].bytes) {
+        problems.push_back(file + ": " + std::to_string(bytes) + " bytes, the manifest says " +
+                           std::to_string(m.shards[i].bytes));
+      }
+      readers.emplace(static_cast<int>(i), ShardReader(file));
+    } catch (const IoError& e) {
+      problems.push_back(e.what());
+    }
+  }
+  std::vector<unsigned char> buffer;
+  for (const auto& t : m.tensors) {
+    const auto element = static_cast<std::size_t>(dtype_bytes(t.dtype));
+    for (const auto& s : t.slices) {
+      const auto reader = readers.find(s.shard);
+      if (reader == readers.end()) continue;  // already reported
+      const std::string file = step_dir + "/" + m.shards[static_cast<std::size_t>(s.shard)].file;
+      try {
+        buffer.resize(static_cast<std::size_t>(s.count) * element);
+        reader->second.read(t.name, t.dtype, 0, s.count, buffer.data());
+        if (bytes_checksum(buffer.data(), buffer.size()) != s.checksum) {
+          problems.push_back(file + ": slice " + t.name + " does not match its checksum");
+        }
+      } catch (const IoError& e) {
+        problems.push_back(e.what());
+      }
+    }
+  }
+  return problems;
+}
+
+}  // namespace cohort::ckpt
