@@ -11,6 +11,7 @@
 #include <cstring>
 #include <filesystem>
 #include <mutex>
+#include <utility>
 
 #include "cohort/comm/factory.hpp"
 #include "cohort/comm/mpi_session.hpp"
@@ -49,12 +50,20 @@ TrainCheckpoints::TrainCheckpoints(const Config& config, const comm::MpiSession&
       optimizer_(optimizer),
       comm_(comm::make_communicator(session, comm::Backend::kMpi)),  // never the training one
       dir_(config.get_string("checkpoint.dir")),
-      every_(config.get_int("checkpoint.every_steps")) {
+      every_(config.get_int("checkpoint.every_steps")),
+      async_(config.get_bool("checkpoint.async")) {
   if (dir_.empty()) dir_ = config.get_string("train.run_dir") + "/checkpoints";
   nodes_ = std::max(1, session.size() / std::max(1, session.node_size()));
 }
 
-TrainCheckpoints::~TrainCheckpoints() = default;
+TrainCheckpoints::~TrainCheckpoints() {
+  if (writer_.joinable()) writer_.join();  // never leave a thread writing into freed state
+}
+
+void TrainCheckpoints::finish() {
+  if (writer_.joinable()) writer_.join();
+  if (writer_error_) std::rethrow_exception(std::exchange(writer_error_, nullptr));
+}
 
 // The training state as named tensors. create_optimizer_state: give every parameter the state
 // its optimizer would create at its first step (zeros), so that a checkpoint can fill it.
@@ -142,9 +151,23 @@ std::string TrainCheckpoints::maybe_save(std::int64_t step, const data::LoaderSt
       {"trainer.position",
        at::tensor({step, loader.epoch, loader.batch, global_batch}, at::kLong)});
   request.rank_state = generator_state();
-  const std::string path = ckpt::save_checkpoint(dir_, request, *comm_);
+  finish();  // one save in flight at most
   last_saved_ = step;
-  if (comm_->rank() == 0) apply_retention();
+  const std::string path = dir_ + "/" + ckpt::step_dir_name(step);
+  if (!async_) {
+    ckpt::save_checkpoint(dir_, request, *comm_);
+    if (comm_->rank() == 0) apply_retention();
+    return path;
+  }
+  for (auto& t : request.tensors) t.tensor = t.tensor.clone();  // the snapshot training won't touch
+  writer_ = std::thread([this, request = std::move(request)] {
+    try {
+      ckpt::save_checkpoint(dir_, request, *comm_);
+      if (comm_->rank() == 0) apply_retention();
+    } catch (...) {  // handed to the training thread by finish(), never dropped
+      writer_error_ = std::current_exception();
+    }
+  });
   return path;
 }
 

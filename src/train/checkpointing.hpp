@@ -6,6 +6,12 @@
 // is its CPU random generator. Resuming with the same world size continues the loader exactly;
 // with another one the loader restarts the epoch at the same global sample count (rounded down to
 // a whole new global batch). Collective calls go over the checkpoint's own communicator.
+//
+// Asynchronous saves (checkpoint.async): at the step boundary the tensors are copied to host
+// memory (a snapshot) and a writer thread saves the copy while training goes on; its collectives
+// run on the checkpoint communicator, which no other thread uses. At most one save is in flight:
+// the next one, finish() and the destructor wait for it first. A writer's error is rethrown by
+// the next maybe_save() or by finish(); the destructor only waits.
 #pragma once
 
 #include <torch/optim/adamw.h>
@@ -13,9 +19,11 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <exception>
 #include <memory>
 #include <optional>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -52,6 +60,8 @@ class TrainCheckpoints {
   // Returns the committed directory, or "" when nothing was due.
   std::string maybe_save(std::int64_t step, const data::LoaderState& loader,
                          std::int64_t batch_size, bool final);
+  // Waits for a save in flight; rethrows its error. Collective in effect (the writer's are).
+  void finish();
 
  private:
   std::vector<ckpt::NamedTensor> tensors(bool create_optimizer_state);
@@ -64,6 +74,9 @@ class TrainCheckpoints {
   std::string dir_;
   std::int64_t every_ = 0, last_saved_ = -1;
   std::vector<std::pair<torch::optim::AdamWParamState*, at::Tensor>> adamw_steps_;
+  bool async_ = false;
+  std::thread writer_;
+  std::exception_ptr writer_error_;
   int nodes_ = 1;
 };
 

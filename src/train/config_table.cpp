@@ -78,6 +78,8 @@ const std::vector<KeySpec>& config_table() {
        "checkpoint directory (empty: <train.run_dir>/checkpoints)"},
       {"checkpoint", "every_steps", K::kInt, "0",
        "save every N optimizer steps and at the end (0: never)"},
+      {"checkpoint", "async", K::kBool, "true",
+       "write in a background thread from a host snapshot while training goes on"},
       {"checkpoint", "keep_last", K::kInt, "3", "keep the newest N checkpoints (0: keep all)"},
       {"checkpoint", "keep_every", K::kInt, "0",
        "also keep every checkpoint whose step divides by N, forever (0: none)"},

@@ -327,6 +327,7 @@ TrainSummary Trainer::run(std::FILE* progress) {
   }
   if (evaluated_at != step) finish_eval();  // the final model is always evaluated
   im.checkpoints->maybe_save(step, im.loader->state(), batch_size, /*final=*/true);
+  im.checkpoints->finish();  // the last save is on disk before the run reports its end
   s.steps = step;
   s.seconds = std::chrono::duration<double>(Clock::now() - start).count();
   s.steady_samples_per_s = steady.samples_per_s(im.accumulation * batch_size * s.ranks);
