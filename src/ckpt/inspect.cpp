@@ -15,15 +15,15 @@ namespace {
 
 constexpr std::size_t kManifestLimit = 256 << 20;
 
-std::string latest_name(const std::string& dir) {
+}  // namespace
+
+std::string read_latest(const std::string& dir) {
   std::string name = read_small_file(dir + "/latest", 4096);
   while (!name.empty() && (name.back() == '\n' || name.back() == ' ')) name.pop_back();
   COHORT_CHECK(is_contained_path(name) && name.find('/') == std::string::npos, IoError, dir,
                "/latest: names '", name, "', not a step directory beside it");
   return name;
 }
-
-}  // namespace
 
 Manifest read_manifest(const std::string& step_dir) {
   const std::string file = step_dir + "/manifest.json";
@@ -36,7 +36,7 @@ std::string resolve_checkpoint(const std::string& path) {
   if (std::filesystem::exists(path + "/manifest.json", error)) return path;
   COHORT_CHECK(std::filesystem::exists(path + "/latest", error), IoError, path,
                ": neither a checkpoint (no manifest.json) nor a checkpoint directory (no latest)");
-  return path + "/" + latest_name(path);
+  return path + "/" + read_latest(path);
 }
 
 std::vector<CheckpointEntry> list_checkpoints(const std::string& dir) {
@@ -44,7 +44,7 @@ std::vector<CheckpointEntry> list_checkpoints(const std::string& dir) {
   COHORT_CHECK(std::filesystem::is_directory(dir, error), IoError, dir, ": not a directory");
   std::string latest;
   try {
-    latest = latest_name(dir);
+    latest = read_latest(dir);
   } catch (const IoError&) {
     // no (valid) latest: nothing is marked
   }

@@ -8,14 +8,13 @@
 
 #include "ckpt/files.hpp"
 #include "cohort/ckpt/checkpoint.hpp"
+#include "cohort/ckpt/inspect.hpp"
 #include "cohort/ckpt/shard_file.hpp"
 #include "cohort/comm/communicator.hpp"
 #include "cohort/error.hpp"
 
 namespace cohort::ckpt {
 namespace {
-
-constexpr std::size_t kManifestLimit = 256 << 20;
 
 // Step directories to try, newest first: the one `latest` names, then the others by step.
 std::vector<std::string> candidates(const std::string& dir) {
@@ -30,8 +29,7 @@ std::vector<std::string> candidates(const std::string& dir) {
   }
   std::sort(names.rbegin(), names.rend());  // fixed-width step numbers sort by step
   try {
-    std::string latest = read_small_file(dir + "/latest", 4096);
-    while (!latest.empty() && (latest.back() == '\n' || latest.back() == ' ')) latest.pop_back();
+    const std::string latest = read_latest(dir);
     const auto at = std::find(names.begin(), names.end(), latest);
     if (at != names.end()) std::rotate(names.begin(), at, at + 1);
   } catch (const IoError&) {
@@ -89,8 +87,7 @@ std::optional<LoadedCheckpoint> load_latest(const std::string& dir, std::vector<
     std::vector<at::Tensor> buffers;
     std::string reason;
     try {
-      loaded.manifest = Manifest::parse(read_small_file(path + "/manifest.json", kManifestLimit),
-                                        path + "/manifest.json");
+      loaded.manifest = read_manifest(path);
       buffers = read_all(path, loaded.manifest, into, verify);
       if (loaded.manifest.world_size == comm.size()) {
         for (const auto& shard : loaded.manifest.shards) {

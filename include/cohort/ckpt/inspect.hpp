@@ -24,6 +24,10 @@ struct CheckpointEntry {
 // are not listed).
 std::vector<CheckpointEntry> list_checkpoints(const std::string& dir);
 
+// The step directory name <dir>/latest holds ("step-00001200"); IoError when it is missing,
+// unreadable or names anything but a directory beside it.
+std::string read_latest(const std::string& dir);
+
 // A step directory as given, or the one a checkpoint directory's `latest` names.
 std::string resolve_checkpoint(const std::string& path);
 Manifest read_manifest(const std::string& step_dir);
