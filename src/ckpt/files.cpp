@@ -23,7 +23,7 @@ const std::map<c10::ScalarType, std::string>& dtype_names() {
 
 }  // namespace
 
-void write_file_synced(const std::string& path, const std::string& text) {
+void write_file_synced(const std::string& path, std::string_view text) {
   data::UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
   COHORT_CHECK(fd.get() >= 0, IoError, path, ": cannot create: ", std::strerror(errno));
   std::size_t done = 0;
@@ -32,6 +32,12 @@ void write_file_synced(const std::string& path, const std::string& text) {
     COHORT_CHECK(n > 0 || errno == EINTR, IoError, path, ": write failed: ", std::strerror(errno));
     if (n > 0) done += static_cast<std::size_t>(n);
   }
+  COHORT_CHECK(::fsync(fd.get()) == 0, IoError, path, ": fsync failed: ", std::strerror(errno));
+}
+
+void fsync_file(const std::string& path) {
+  data::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  COHORT_CHECK(fd.get() >= 0, IoError, path, ": cannot reopen to fsync: ", std::strerror(errno));
   COHORT_CHECK(::fsync(fd.get()) == 0, IoError, path, ": fsync failed: ", std::strerror(errno));
 }
 
@@ -76,6 +82,25 @@ std::uint64_t parse_checksum(const std::string& text) {
   COHORT_CHECK(text.rfind(prefix, 0) == 0 && text.size() == prefix.size() + 16 && hex, IoError,
                "checkpoint: malformed checksum '", text, "'");
   return std::stoull(text.substr(prefix.size()), nullptr, 16);
+}
+
+data::DType storage_of(const std::string& dtype) {
+  static const std::map<std::string, data::DType> kTypes = {
+      {"float32", data::DType::kFloat32}, {"float64", data::DType::kFloat64},
+      {"float16", data::DType::kFloat16}, {"bfloat16", data::DType::kUInt16},
+      {"int64", data::DType::kInt64},     {"int32", data::DType::kInt32},
+      {"uint8", data::DType::kUInt8},     {"bool", data::DType::kUInt8}};
+  const auto it = kTypes.find(dtype);
+  COHORT_CHECK(it != kTypes.end(), IoError, "checkpoint: unsupported dtype '", dtype, "'");
+  return it->second;
+}
+
+std::string shape_text(const std::vector<std::int64_t>& shape) {
+  std::string text = "[";
+  for (std::size_t i = 0; i < shape.size(); ++i) {
+    text += (i ? ", " : "") + std::to_string(shape[i]);
+  }
+  return text + "]";
 }
 
 }  // namespace cohort::ckpt

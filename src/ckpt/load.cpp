@@ -4,12 +4,11 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <map>
 
 #include "ckpt/files.hpp"
 #include "cohort/ckpt/checkpoint.hpp"
 #include "cohort/ckpt/inspect.hpp"
-#include "cohort/ckpt/shard_file.hpp"
+#include "cohort/ckpt/reader.hpp"
 #include "cohort/comm/communicator.hpp"
 #include "cohort/error.hpp"
 
@@ -38,14 +37,14 @@ std::vector<std::string> candidates(const std::string& dir) {
   return names;
 }
 
-// Reassembles every wanted tensor from the candidate at `path` into fresh buffers; throws
-// IoError naming the file and the reason when anything is missing, different or corrupt.
-std::vector<at::Tensor> read_all(const std::string& path, const Manifest& m,
-                                 const std::vector<NamedTensor>& into, bool verify) {
-  std::map<int, ShardReader> readers;
+// Reassembles every wanted tensor from the candidate into fresh buffers; throws IoError naming
+// the file and the reason when anything is missing, different or corrupt.
+std::vector<at::Tensor> read_all(CheckpointReader& reader, const std::vector<NamedTensor>& into,
+                                 bool verify) {
+  const std::string& path = reader.path();
   std::vector<at::Tensor> result;
   for (const auto& want : into) {
-    const TensorEntry* entry = m.find(want.name);
+    const TensorEntry* entry = reader.manifest().find(want.name);
     COHORT_CHECK(entry != nullptr, IoError, path, "/manifest.json: no tensor '", want.name, "'");
     const std::string dtype = dtype_name(want.tensor.scalar_type());
     COHORT_CHECK(entry->dtype == dtype && entry->shape == want.tensor.sizes().vec(), IoError, path,
@@ -53,23 +52,7 @@ std::vector<at::Tensor> read_all(const std::string& path, const Manifest& m,
                  c10::IntArrayRef(entry->shape), ", wanted ", dtype, " ", want.tensor.sizes());
     at::Tensor buffer = at::empty(
         want.tensor.sizes(), want.tensor.options().memory_format(at::MemoryFormat::Contiguous));
-    auto* base = static_cast<unsigned char*>(buffer.data_ptr());
-    const auto element = static_cast<std::int64_t>(buffer.element_size());
-    for (const auto& slice : entry->slices) {
-      const ShardEntry& shard = m.shards.at(static_cast<std::size_t>(slice.shard));
-      auto reader = readers.find(slice.shard);
-      if (reader == readers.end()) {
-        reader = readers.emplace(slice.shard, ShardReader(path + "/" + shard.file)).first;
-      }
-      const std::string file = path + "/" + shard.file;
-      COHORT_CHECK(reader->second.slice_offset(want.name) == slice.offset, IoError, file,
-                   ": slice ", want.name, " does not start where the manifest says");
-      void* out = base + slice.offset * element;
-      reader->second.read(want.name, dtype, 0, slice.count, out);
-      COHORT_CHECK(!verify || bytes_checksum(out, static_cast<std::size_t>(
-                                                      slice.count * element)) == slice.checksum,
-                   IoError, file, ": slice ", want.name, " does not match its checksum");
-    }
+    reader.read(*entry, buffer.data_ptr(), verify);
     result.push_back(buffer);
   }
   return result;
@@ -87,14 +70,11 @@ std::optional<LoadedCheckpoint> load_latest(const std::string& dir, std::vector<
     std::vector<at::Tensor> buffers;
     std::string reason;
     try {
-      loaded.manifest = read_manifest(path);
-      buffers = read_all(path, loaded.manifest, into, verify);
+      CheckpointReader reader(path);
+      loaded.manifest = reader.manifest();
+      buffers = read_all(reader, into, verify);
       if (loaded.manifest.world_size == comm.size()) {
-        for (const auto& shard : loaded.manifest.shards) {
-          if (shard.rank == comm.rank()) {
-            loaded.rank_state = ShardReader(path + "/" + shard.file).rank_state();
-          }
-        }
+        loaded.rank_state = reader.rank_state(comm.rank());
       }
     } catch (const IoError& e) {
       reason = e.what();

@@ -4,12 +4,12 @@
 
 #include <map>
 
+#include "ckpt/files.hpp"
 #include "cohort/data/checksum.hpp"
 #include "cohort/data/dataset.hpp"
 #include "cohort/error.hpp"
 #include "data/h5/file.hpp"
 #include "data/h5/h5_check.hpp"
-#include "data/unique_fd.hpp"
 
 namespace cohort::ckpt {
 namespace {
@@ -17,33 +17,6 @@ namespace {
 namespace h5 = data::h5;
 constexpr const char* kShardFormat = "cohort-checkpoint-shard";
 constexpr std::int64_t kShardVersion = 1;
-
-// How a checkpoint dtype is stored: HDF5 has no bfloat16 or bool.
-data::DType storage_of(const std::string& dtype) {
-  static const std::map<std::string, data::DType> kTypes = {
-      {"float32", data::DType::kFloat32}, {"float64", data::DType::kFloat64},
-      {"float16", data::DType::kFloat16}, {"bfloat16", data::DType::kUInt16},
-      {"int64", data::DType::kInt64},     {"int32", data::DType::kInt32},
-      {"uint8", data::DType::kUInt8},     {"bool", data::DType::kUInt8}};
-  const auto it = kTypes.find(dtype);
-  COHORT_CHECK(it != kTypes.end(), IoError, "checkpoint: unsupported dtype '", dtype, "'");
-  return it->second;
-}
-
-void fsync_file(const std::string& path) {
-  data::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  COHORT_CHECK(fd.get() >= 0, IoError, path, ": cannot reopen to fsync: ", std::strerror(errno));
-  COHORT_CHECK(::fsync(fd.get()) == 0, IoError, path, ": fsync failed: ", std::strerror(errno));
-}
-
-// "[40, 20]", "[]" for a scalar: a string, because HDF5 refuses empty array attributes.
-std::string shape_text(const std::vector<std::int64_t>& shape) {
-  std::string text = "[";
-  for (std::size_t i = 0; i < shape.size(); ++i) {
-    text += (i ? ", " : "") + std::to_string(shape[i]);
-  }
-  return text + "]";
-}
 
 }  // namespace
 

@@ -1,0 +1,43 @@
+// Exporting a sharded checkpoint to one consolidated file, for tools outside Cohort
+// (docs/formats/checkpoint.md, "Export"):
+//  - kTorch (.pt/.pth): a dict of name -> tensor written by LibTorch's torch::jit::pickle_save
+//  (torch::pickle_save), the
+//    zip format that Python's torch.load reads; every tensor keeps its dtype and shape;
+//  - kHdf5 (.h5/.hdf5): one dataset per tensor at the root, named by the tensor, with its global
+//    shape; bfloat16 is widened to float32 (exactly) and bool stored as uint8, the original type in
+//    the dataset's `dtype` attribute; the root's attributes say where it came from.
+// Tensors are reassembled from their slices whatever world size wrote them, verified against
+// their checksums unless told not to. The output appears whole or not at all (temporary file,
+// fsync, rename). The whole selection is held in memory at once for kTorch, one tensor at a time
+// for kHdf5.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace cohort::ckpt {
+
+enum class ExportFormat { kTorch, kHdf5 };
+
+// From the output's extension; UsageError naming the path for any other.
+ExportFormat export_format_of(const std::string& out_path);
+
+struct ExportOptions {
+  std::string prefix = "model.";  // export the tensors whose names start with it ("": all)
+  bool strip_prefix = true;       // and drop it from their names
+  bool verify = true;
+};
+
+struct ExportSummary {
+  std::string source;  // the step directory read
+  std::string out;
+  std::int64_t step = 0;
+  int tensors = 0;
+  std::int64_t bytes = 0;  // the tensors' bytes, as stored in the checkpoint
+};
+
+// `path`: a step directory or a checkpoint directory (its `latest`).
+ExportSummary export_checkpoint(const std::string& path, const std::string& out_path,
+                                const ExportOptions& options);
+
+}  // namespace cohort::ckpt

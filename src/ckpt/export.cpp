@@ -1,0 +1,132 @@
+#include "cohort/ckpt/export.hpp"
+
+#include <ATen/core/Dict.h>
+#include <ATen/core/ivalue.h>
+#include <ATen/ops/empty.h>
+#include <torch/csrc/jit/serialization/pickle.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <string_view>
+#include <vector>
+
+#include "ckpt/files.hpp"
+#include "cohort/ckpt/inspect.hpp"
+#include "cohort/ckpt/reader.hpp"
+#include "cohort/error.hpp"
+#include "data/h5/file.hpp"
+#include "data/h5/h5_check.hpp"
+
+namespace cohort::ckpt {
+namespace {
+
+namespace h5 = data::h5;
+constexpr const char* kExportFormat = "cohort-checkpoint-export";
+constexpr std::int64_t kExportVersion = 1;
+
+bool ends_with(const std::string& text, std::string_view suffix) {
+  return text.size() >= suffix.size() &&
+         text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// The entries selected by the options, with their exported names.
+std::vector<std::pair<std::string, const TensorEntry*>> selection(const Manifest& m,
+                                                                  const ExportOptions& options) {
+  std::vector<std::pair<std::string, const TensorEntry*>> chosen;
+  for (const auto& t : m.tensors) {
+    if (t.name.rfind(options.prefix, 0) != 0) continue;
+    std::string name = options.strip_prefix ? t.name.substr(options.prefix.size()) : t.name;
+    if (!name.empty()) chosen.emplace_back(std::move(name), &t);
+  }
+  return chosen;
+}
+
+at::Tensor read_tensor(CheckpointReader& reader, const TensorEntry& entry, bool verify) {
+  at::Tensor t = at::empty(entry.shape, at::TensorOptions().dtype(scalar_type_of(entry.dtype)));
+  reader.read(entry, t.data_ptr(), verify);
+  return t;
+}
+
+ExportSummary write_torch(CheckpointReader& reader, const std::string& tmp,
+                          const ExportOptions& options) {
+  ExportSummary summary;
+  c10::Dict<std::string, at::Tensor> dict;
+  for (const auto& [name, entry] : selection(reader.manifest(), options)) {
+    dict.insert(name, read_tensor(reader, *entry, options.verify));
+    summary.tensors += 1;
+    summary.bytes += entry->numel() * dtype_bytes(entry->dtype);
+  }
+  const std::vector<char> bytes = torch::jit::pickle_save(c10::IValue(dict));
+  write_file_synced(tmp, std::string_view(bytes.data(), bytes.size()));
+  return summary;
+}
+
+ExportSummary write_hdf5(CheckpointReader& reader, const std::string& tmp,
+                         const ExportOptions& options) {
+  ExportSummary summary;
+  const Manifest& m = reader.manifest();
+  {
+    h5::Hid file = h5::create_file(tmp);
+    h5::write_attribute(file.get(), "format", kExportFormat, tmp);
+    h5::write_attribute(file.get(), "format_version", kExportVersion, tmp);
+    h5::write_attribute(file.get(), "step", m.step, tmp);
+    h5::write_attribute(file.get(), "epoch", m.epoch, tmp);
+    h5::write_attribute(file.get(), "samples_seen", m.samples_seen, tmp);
+    h5::write_attribute(file.get(), "world_size", std::int64_t{m.world_size}, tmp);
+    h5::write_attribute(file.get(), "config_hash", m.config_hash, tmp);
+    h5::write_attribute(file.get(), "source", reader.path(), tmp);
+    for (const auto& [name, entry] : selection(m, options)) {
+      at::Tensor t = read_tensor(reader, *entry, options.verify);
+      if (entry->dtype == "bfloat16") t = t.to(at::kFloat);  // exact; HDF5 has no bfloat16
+      const data::DType type =
+          entry->dtype == "bfloat16" ? data::DType::kFloat32 : storage_of(entry->dtype);
+      // A 0-d tensor is stored as one element; its `shape` attribute says "[]".
+      const std::int64_t rows = entry->shape.empty() ? 1 : entry->shape[0];
+      const std::vector<std::int64_t> inner(entry->shape.begin() + (entry->shape.empty() ? 0 : 1),
+                                            entry->shape.end());
+      const std::string where = tmp + ": " + name;
+      h5::Hid set = h5::create_dataset(file.get(), name, type, rows, inner, 4 << 20, where);
+      if (t.numel() > 0) h5::write_rows(set.get(), 0, rows, type, t.data_ptr(), where);
+      h5::write_attribute(set.get(), "dtype", entry->dtype, where);
+      h5::write_attribute(set.get(), "shape", shape_text(entry->shape), where);
+      summary.tensors += 1;
+      summary.bytes += entry->numel() * dtype_bytes(entry->dtype);
+    }
+  }  // closed before the fsync
+  fsync_file(tmp);
+  return summary;
+}
+
+}  // namespace
+
+ExportFormat export_format_of(const std::string& out_path) {
+  if (ends_with(out_path, ".pt") || ends_with(out_path, ".pth")) return ExportFormat::kTorch;
+  if (ends_with(out_path, ".h5") || ends_with(out_path, ".hdf5")) return ExportFormat::kHdf5;
+  COHORT_THROW(UsageError, out_path,
+               ": unknown export format (name it .pt or .pth for torch.load, .h5 or .hdf5 for "
+               "HDF5)");
+}
+
+ExportSummary export_checkpoint(const std::string& path, const std::string& out_path,
+                                const ExportOptions& options) {
+  const ExportFormat format = export_format_of(out_path);
+  CheckpointReader reader(resolve_checkpoint(path));
+  const std::string tmp = out_path + ".tmp-" + std::to_string(::getpid());
+  ExportSummary summary;
+  try {
+    summary = format == ExportFormat::kTorch ? write_torch(reader, tmp, options)
+                                             : write_hdf5(reader, tmp, options);
+    COHORT_CHECK(summary.tensors > 0, UsageError, reader.path(), ": no tensor name starts with '",
+                 options.prefix, "'");
+    rename_path(tmp, out_path);
+  } catch (const Error&) {
+    std::remove(tmp.c_str());  // never leave a partial export behind
+    throw;
+  }
+  summary.source = reader.path();
+  summary.out = out_path;
+  summary.step = reader.manifest().step;
+  return summary;
+}
+
+}  // namespace cohort::ckpt
