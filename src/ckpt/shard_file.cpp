@@ -2,7 +2,10 @@
 
 #include <xxhash.h>
 
+#include <chrono>
+#include <cstdlib>
 #include <map>
+#include <thread>
 
 #include "ckpt/files.hpp"
 #include "cohort/data/checksum.hpp"
@@ -17,6 +20,21 @@ namespace {
 namespace h5 = data::h5;
 constexpr const char* kShardFormat = "cohort-checkpoint-shard";
 constexpr std::int64_t kShardVersion = 1;
+
+// Test hook (tests/train/resume.sh): with COHORT_TEST_STALL_SHARD_WRITE=<step>, the save of that
+// step stops after the first slice of each shard, its file open and flushed half-written, leaves
+// <shard>.stalled beside it and sleeps, so that a test can SIGKILL the job in the middle of a
+// shard write every time rather than by luck.
+void stall_if_asked(hid_t file, const std::string& path, std::int64_t step) {
+  const char* hook = std::getenv("COHORT_TEST_STALL_SHARD_WRITE");
+  if (hook == nullptr || std::to_string(step) != hook) return;
+  {
+    auto lock = h5::h5_lock();
+    COHORT_H5_CHECK(H5Fflush(file, H5F_SCOPE_LOCAL), path);
+  }
+  write_file_synced(path + ".stalled", "stalled\n");
+  std::this_thread::sleep_for(std::chrono::minutes(10));
+}
 
 }  // namespace
 
@@ -57,6 +75,7 @@ std::vector<std::string> write_shard(const std::string& path, const ShardHeader&
       h5::write_attribute(set.get(), "offset", s.offset, where);
       h5::write_attribute(set.get(), "dtype", s.dtype, where);
       h5::write_attribute(set.get(), "global_shape", shape_text(s.global_shape), where);
+      if (&s == &slices.front()) stall_if_asked(file.get(), path, header.step);
     }
     const auto state_bytes = static_cast<std::int64_t>(rank_state.size());
     h5::Hid state = h5::create_dataset(file.get(), "rank_state", data::DType::kUInt8, state_bytes,

@@ -110,7 +110,11 @@ std::vector<ckpt::NamedTensor> TrainCheckpoints::tensors(bool create_optimizer_s
 std::optional<ResumePoint> TrainCheckpoints::resume(std::int64_t batch_size, std::FILE* progress) {
   if (comm_->rank() == 0) {
     std::error_code error;
-    if (std::filesystem::exists(dir_, error)) ckpt::clean_partial(dir_);
+    const int removed = std::filesystem::exists(dir_, error) ? ckpt::clean_partial(dir_) : 0;
+    if (removed > 0 && progress != nullptr) {
+      std::fprintf(progress, "removed %d leftover(s) of interrupted saves from %s\n", removed,
+                   dir_.c_str());
+    }
   }
   comm_->barrier();  // nobody looks at the directory while rank 0 cleans it
   if (!config_.get_bool("checkpoint.resume")) return std::nullopt;

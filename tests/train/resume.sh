@@ -7,7 +7,9 @@
 #    is its loss for every step after the resume;
 #  - A's step-40 checkpoint resumed on 1 rank (batch 48) and on 3 ranks (batch 16) instead of
 #    2 x 24 ends within float32 tolerance of A (documented in docs/training.md);
-#  - a checkpoint directory holding only leftovers of a save killed mid-write starts from zero;
+#  - run W is killed (SIGKILL) in the middle of writing its step-80 shards (a test hook holds the
+#    writer there): the restart resumes from step 40, removes the partial directory, and ends
+#    bit-identical to A;
 #  - asynchronous saves (the default) and synchronous ones (run S) hold the same tensors, byte
 #    for byte (the same slice checksums at every step).
 set -euo pipefail
@@ -51,12 +53,27 @@ for n_b in "1 48" "3 16"; do
   train "$1" "$2" "r$1" >"r$1.log" 2>&1 || fail "resume on $1 rank(s): $(cat "r$1.log")"
 done
 
-# Killed mid-write: only a .tmp- directory with a truncated shard. Starts from zero, cleans it.
-mkdir -p z/checkpoints/step-00000040.tmp-1-0
-head -c 100 a/checkpoints/step-00000040/shard-00000-of-00002.h5 >z/checkpoints/step-00000040.tmp-1-0/shard-00000-of-00002.h5
-train 2 24 z --set train.epochs=1 >z.log 2>&1 || fail "run Z: $(cat z.log)"
-grep -q resumed z.log && fail "run Z resumed from a partial save"
-[ ! -e z/checkpoints/step-00000040.tmp-1-0 ] || fail "the partial save was not cleaned"
+# Run W: killed in the middle of a shard write. The test hook stops the step-80 save after the
+# first slice of each shard (file open, half written); the job is SIGKILLed there. The restart
+# takes step 40, removes the partial step-80 directory, and ends bit-identical to run A.
+COHORT_TEST_STALL_SHARD_WRITE=80 train 2 24 w >w1.log 2>&1 &
+launcher=$!
+stalled() { compgen -G "w/checkpoints/step-00000080.tmp-*/*.stalled" >/dev/null; }
+for _ in $(seq 1 1500); do
+  stalled && break
+  sleep 0.02
+done
+stalled || fail "run W never stalled in its step-80 save: $(cat w1.log)"
+pkill -KILL -f "train.run_dir=w( |$)" || true
+wait "$launcher" 2>/dev/null || true
+partial=$(compgen -G "w/checkpoints/step-00000080.tmp-*")
+[ "$(cat w/checkpoints/latest)" = step-00000040 ] || fail "run W: latest is $(cat w/checkpoints/latest)"
+[ ! -e w/checkpoints/step-00000080 ] || fail "run W committed the save it was killed in"
+train 2 24 w >w2.log 2>&1 || fail "resumed run W: $(cat w2.log)"
+grep -q "resumed from .*/step-00000040" w2.log || fail "W did not resume from step 40: $(cat w2.log)"
+[ ! -e "$partial" ] && grep -q "removed 1 leftover(s) of interrupted saves" w2.log ||
+  fail "the partial save $partial was not cleaned: $(cat w2.log)"
+echo "run W killed mid-write of its step-80 shards: resumed from step 40, $partial cleaned"
 
 /usr/bin/python3 - <<'PY'
 import json
@@ -66,6 +83,7 @@ def sums(m):
     return {t["name"]: [s["checksum"] for s in t["slices"]] for t in m["tensors"]}
 a, b = manifest("a"), manifest("b")
 assert sums(a) == sums(b), "resumed run B differs from run A"
+assert sums(a) == sums(manifest("w")), "run W, resumed after a kill mid-write, differs from run A"
 for step in range(40, 341, 40):
     assert sums(manifest("a", step)) == sums(manifest("s", step)), f"async != sync at {step}"
 print("asynchronous and synchronous saves: identical slices at every checkpoint")
