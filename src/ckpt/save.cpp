@@ -1,3 +1,4 @@
+#include <ATen/ops/empty.h>
 #include <ATen/ops/zeros.h>
 
 #include <chrono>
@@ -93,6 +94,15 @@ void commit(const std::string& dir, const std::string& tmp, const std::string& f
   fsync_directory(dir);
 }
 
+ShardPlan plan_of(const SaveRequest& request, int world) {
+  std::vector<TensorSpec> specs;
+  for (const auto& t : request.tensors) {
+    specs.push_back({t.name, dtype_name(t.tensor.scalar_type()), t.tensor.sizes().vec(),
+                     static_cast<std::int64_t>(t.tensor.element_size())});
+  }
+  return ShardPlan::balanced(std::move(specs), world);
+}
+
 // Names this save attempt, the same on every rank: a requeued job never writes into a leftover.
 std::string attempt_tag(comm::Communicator& comm) {
   at::Tensor pid = at::zeros({1}, at::kLong);
@@ -114,18 +124,29 @@ std::string step_dir_name(std::int64_t step) {
   return name;
 }
 
+SaveRequest snapshot_own_part(const SaveRequest& request, int world, int rank) {
+  SaveRequest copy = request;
+  for (auto& t : copy.tensors) {
+    t.tensor =
+        at::empty(t.tensor.sizes(), t.tensor.options().memory_format(at::MemoryFormat::Contiguous));
+  }
+  for (const auto& s : plan_of(request, world).slices_of(rank)) {
+    const at::Tensor from = request.tensors[s.tensor].tensor.contiguous().reshape({-1});
+    copy.tensors[s.tensor]
+        .tensor.view({-1})
+        .narrow(0, s.offset, s.count)
+        .copy_(from.narrow(0, s.offset, s.count));
+  }
+  return copy;
+}
+
 std::string save_checkpoint(const std::string& dir, const SaveRequest& request,
                             comm::Communicator& comm) {
   const std::string tag = attempt_tag(comm);
   const int rank = comm.rank(), world = comm.size();
-  std::vector<TensorSpec> specs;
   std::vector<at::Tensor> flat;
-  for (const auto& t : request.tensors) {
-    flat.push_back(t.tensor.contiguous().reshape({-1}));
-    specs.push_back({t.name, dtype_name(t.tensor.scalar_type()), t.tensor.sizes().vec(),
-                     static_cast<std::int64_t>(t.tensor.element_size())});
-  }
-  const ShardPlan plan = ShardPlan::balanced(std::move(specs), world);
+  for (const auto& t : request.tensors) flat.push_back(t.tensor.contiguous().reshape({-1}));
+  const ShardPlan plan = plan_of(request, world);
   const std::string final_dir = dir + "/" + step_dir_name(request.step);
   const std::string tmp = final_dir + ".tmp-" + tag;
   const std::size_t n = plan.slices().size();

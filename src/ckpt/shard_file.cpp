@@ -69,8 +69,7 @@ std::vector<std::string> write_shard(const std::string& path, const ShardHeader&
       const data::DType type = storage_of(s.dtype);
       const std::size_t bytes = static_cast<std::size_t>(s.count) * data::dtype_size(type);
       checksums.push_back(bytes_checksum(s.data, bytes));
-      h5::Hid set =
-          h5::create_dataset(file.get(), "slices/" + s.name, type, s.count, {}, 4 << 20, where);
+      h5::Hid set = h5::create_dataset(file.get(), "slices/" + s.name, type, s.count, {}, 0, where);
       h5::write_rows(set.get(), 0, s.count, type, s.data, where);
       h5::write_attribute(set.get(), "offset", s.offset, where);
       h5::write_attribute(set.get(), "dtype", s.dtype, where);

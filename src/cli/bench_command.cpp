@@ -1,5 +1,6 @@
-// `cohort bench allreduce|ddp [options] [--json]`: benchmarks reported as ratios against a
-// baseline measured in the same run (raw MPI_Allreduce; compute plus one raw all-reduce).
+// `cohort bench allreduce|ddp|io|ckpt [options] [--json]`: benchmarks reported as ratios against a
+// baseline measured in the same run (raw MPI_Allreduce; compute plus one raw all-reduce; raw
+// reads; raw writes and reads of the checkpoint's bytes).
 #include <boost/program_options.hpp>
 #include <cstdio>
 #include <iostream>
@@ -10,6 +11,7 @@
 #include "cohort/comm/factory.hpp"
 #include "cohort/data/bench_io.hpp"
 #include "cohort/error.hpp"
+#include "cohort/train/bench_ckpt.hpp"
 #include "cohort/train/bench_ddp.hpp"
 #include "command.hpp"
 
@@ -198,13 +200,81 @@ int bench_io(const std::vector<std::string>& args) {
 
 }  // namespace
 
+void print_ckpt(const train::CkptBenchResult& r, const train::CkptBenchOptions& o) {
+  std::printf("checkpoint of an MLP (%lld MB: parameters + momentum), %d ranks, under %s\n",
+              static_cast<long long>(r.checkpoint_bytes / 1000000), r.ranks, o.dir.c_str());
+  std::printf("  raw write + fsync      %8.3f s  %6.2f GB/s\n", r.raw_write_s, r.raw_write_gbs);
+  std::printf(
+      "  sync save              %8.3f s  %6.2f GB/s  = %.2fx the raw write (floor >= 0.7)\n",
+      r.sync_save_s, r.save_gbs, r.write_ratio);
+  std::printf("  async save: stall      %8.3f s  = %.1f%% of a sync save (floor <= 10%%)\n",
+              r.async_stall_s, 100 * r.stall_share);
+  std::printf(
+      "  async save: written in %8.3f s  while training (step %.1f ms, %.1f ms meanwhile)\n",
+      r.async_background_s, r.step_ms, r.step_during_save_ms);
+  std::printf(
+      "  load (verified)        %8.3f s  = %.2fx a raw read of the same bytes (warm cache)\n",
+      r.load_s, r.load_ratio);
+}
+
+int bench_ckpt(const std::vector<std::string>& args, int* argc, char*** argv) {
+  train::CkptBenchOptions o;
+  po::options_description desc("cohort bench ckpt options");
+  desc.add_options()("help,h", "show this help")("json", "print JSON")(
+      "dir", po::value(&o.dir)->default_value(o.dir),
+      "file system to measure (a fresh subdirectory)")("hidden", po::value(&o.hidden)->multitoken(),
+                                                       "MLP hidden widths (default 4096 4096)")(
+      "features", po::value(&o.features)->default_value(o.features), "MLP input width")(
+      "rounds", po::value(&o.rounds)->default_value(o.rounds), "measured rounds (medians)")(
+      "threads", po::value(&o.threads)->default_value(o.threads), "torch threads per rank");
+  po::variables_map vm;
+  po::store(po::command_line_parser(args).options(desc).run(), vm);
+  po::notify(vm);
+  if (vm.count("help")) {
+    std::cout << "usage: cohort launch -n N -- cohort bench ckpt [options]\n" << desc;
+    return 0;
+  }
+  COHORT_CHECK(o.rounds > 0 && !o.hidden.empty(), UsageError,
+               "cohort bench ckpt: --rounds must be positive and --hidden non-empty");
+  comm::MpiSession session(argc, argv);
+  const auto r = train::bench_ckpt(session, o);
+  if (session.rank() != 0) return 0;
+  if (!vm.count("json")) {
+    print_ckpt(r, o);
+    return 0;
+  }
+  std::cout << json{{"ranks", r.ranks},
+                    {"dir", o.dir},
+                    {"checkpoint_bytes", r.checkpoint_bytes},
+                    {"raw_write_s", r.raw_write_s},
+                    {"sync_save_s", r.sync_save_s},
+                    {"write_ratio", r.write_ratio},
+                    {"raw_write_gbs", r.raw_write_gbs},
+                    {"save_gbs", r.save_gbs},
+                    {"async_stall_s", r.async_stall_s},
+                    {"stall_share", r.stall_share},
+                    {"async_background_s", r.async_background_s},
+                    {"step_ms", r.step_ms},
+                    {"step_during_save_ms", r.step_during_save_ms},
+                    {"load_s", r.load_s},
+                    {"raw_read_s", r.raw_read_s},
+                    {"load_ratio", r.load_ratio},
+                    {"raw_write_rounds_s", r.raw_write_rounds},
+                    {"sync_save_rounds_s", r.sync_save_rounds}}
+                   .dump(2)
+            << "\n";
+  return 0;
+}
+
 int run_bench(const std::vector<std::string>& args, int* argc, char*** argv) {
   const std::string what = args.empty() ? "" : args.front();
   const std::vector<std::string> rest(args.begin() + (args.empty() ? 0 : 1), args.end());
   if (what == "allreduce") return bench_allreduce(rest, argc, argv);
   if (what == "ddp") return bench_ddp(rest, argc, argv);
   if (what == "io") return bench_io(rest);
-  COHORT_THROW(UsageError, "cohort bench: unknown benchmark '", what, "' (allreduce, ddp, io)");
+  if (what == "ckpt") return bench_ckpt(rest, argc, argv);
+  COHORT_THROW(UsageError, "cohort bench: unknown benchmark '", what,
+               "' (allreduce, ddp, io, ckpt)");
 }
 
 }  // namespace cohort::cli

@@ -10,7 +10,11 @@
 #include <algorithm>
 #include <cstring>
 #include <filesystem>
+#include <functional>
+#include <future>
+#include <memory>
 #include <mutex>
+#include <set>
 #include <utility>
 
 #include "cohort/comm/factory.hpp"
@@ -61,6 +65,7 @@ TrainCheckpoints::~TrainCheckpoints() {
 }
 
 void TrainCheckpoints::finish() {
+  before_update();
   if (writer_.joinable()) writer_.join();
   if (writer_error_) std::rethrow_exception(std::exchange(writer_error_, nullptr));
 }
@@ -160,19 +165,50 @@ std::string TrainCheckpoints::maybe_save(std::int64_t step, const data::LoaderSt
   const std::string path = dir_ + "/" + ckpt::step_dir_name(step);
   if (!async_) {
     ckpt::save_checkpoint(dir_, request, *comm_);
-    if (comm_->rank() == 0) apply_retention();
+    if (comm_->rank() == 0) start_background([this] { apply_retention(); });  // off the path
     return path;
   }
-  for (auto& t : request.tensors) t.tensor = t.tensor.clone();  // the snapshot training won't touch
-  writer_ = std::thread([this, request = std::move(request)] {
+  // Buffers (BatchNorm statistics) change in the next forward pass: copied now. Parameters and
+  // optimizer state change only in the next optimizer step: the writer copies its own part of them
+  // first, while the next forward and backward run, and before_update() waits for that copy.
+  std::set<std::string> buffers;
+  for (const auto& b : model_.named_buffers()) buffers.insert("model." + b.key());
+  for (auto& t : request.tensors) {
+    if (buffers.count(t.name) != 0) t.tensor = t.tensor.clone();
+  }
+  auto copied = std::make_shared<std::promise<void>>();
+  snapshot_ = copied->get_future();
+  start_background([this, copied, request = std::move(request)] {
+    bool released = false;
     try {
-      ckpt::save_checkpoint(dir_, request, *comm_);
+      const auto own = ckpt::snapshot_own_part(request, comm_->size(), comm_->rank());
+      copied->set_value();
+      released = true;
+      ckpt::save_checkpoint(dir_, own, *comm_);
       if (comm_->rank() == 0) apply_retention();
-    } catch (...) {  // handed to the training thread by finish(), never dropped
-      writer_error_ = std::current_exception();
+    } catch (...) {
+      if (!released) copied->set_value();  // never leave the training thread waiting
+      throw;
     }
   });
   return path;
+}
+
+void TrainCheckpoints::before_update() {
+  if (snapshot_.valid()) snapshot_.get();
+}
+
+// Runs `task` on the background thread (one at a time); its error is kept for finish().
+void TrainCheckpoints::start_background(std::function<void()> task) {
+  writing_.store(true, std::memory_order_release);
+  writer_ = std::thread([this, task = std::move(task)] {
+    try {
+      task();
+    } catch (...) {  // handed to the training thread by finish(), never dropped
+      writer_error_ = std::current_exception();
+    }
+    writing_.store(false, std::memory_order_release);
+  });
 }
 
 // Keeps the newest checkpoint.keep_last, and every step divisible by checkpoint.keep_every.

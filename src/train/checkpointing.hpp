@@ -7,19 +7,26 @@
 // with another one the loader restarts the epoch at the same global sample count (rounded down to
 // a whole new global batch). Collective calls go over the checkpoint's own communicator.
 //
-// Asynchronous saves (checkpoint.async): at the step boundary the tensors are copied to host
-// memory (a snapshot) and a writer thread saves the copy while training goes on; its collectives
-// run on the checkpoint communicator, which no other thread uses. At most one save is in flight:
-// the next one, finish() and the destructor wait for it first. A writer's error is rethrown by
-// the next maybe_save() or by finish(); the destructor only waits.
+// Asynchronous saves (checkpoint.async): at the step boundary only the model's buffers are copied
+// (the next forward pass updates BatchNorm statistics); a writer thread then copies this rank's
+// part of the parameters and optimizer state (1/world of them: the part it writes) to host memory
+// while the next forward and backward run, and saves that snapshot while training goes on. The
+// trainer calls before_update() before every optimizer step: it returns at once unless that copy
+// is still running. The writer's collectives run on the checkpoint communicator, which no other
+// thread uses. At most one save is in flight: the next one, finish() and the destructor wait for
+// it first. A writer's error is rethrown by the next maybe_save() or by finish(); the destructor
+// only waits. Synchronous saves leave the deletion of old checkpoints (retention) to that thread.
 #pragma once
 
 #include <torch/optim/adamw.h>
 #include <torch/optim/optimizer.h>
 
+#include <atomic>
 #include <cstdint>
 #include <cstdio>
 #include <exception>
+#include <functional>
+#include <future>
 #include <memory>
 #include <optional>
 #include <string>
@@ -62,10 +69,16 @@ class TrainCheckpoints {
                          std::int64_t batch_size, bool final);
   // Waits for a save in flight; rethrows its error. Collective in effect (the writer's are).
   void finish();
+  // Before anything changes the parameters or the optimizer state in place (the optimizer step):
+  // waits until an asynchronous save has its snapshot.
+  void before_update();
+  // True while an asynchronous save (or a retention pass) is still running.
+  bool in_flight() const { return writing_.load(std::memory_order_acquire); }
 
  private:
   std::vector<ckpt::NamedTensor> tensors(bool create_optimizer_state);
   void apply_retention();
+  void start_background(std::function<void()> task);
 
   const Config& config_;
   Model& model_;
@@ -76,7 +89,9 @@ class TrainCheckpoints {
   std::vector<std::pair<torch::optim::AdamWParamState*, at::Tensor>> adamw_steps_;
   bool async_ = false;
   std::thread writer_;
+  std::atomic<bool> writing_{false};
   std::exception_ptr writer_error_;
+  std::future<void> snapshot_;  // ready once the writer holds its copy
   int nodes_ = 1;
 };
 

@@ -182,6 +182,7 @@ double Trainer::Impl::step(const std::vector<data::Batch>& micro, std::int64_t i
   const double clip = config.get_float("optim.clip_norm");
   if (clip > 0) clip_grad_norm(model->parameters(), clip);
   set_learning_rate(*optimizer, schedule->at(index));
+  checkpoints->before_update();  // an asynchronous save may still be copying the parameters
   optimizer->step();
   at::Tensor mean = at::tensor({local}, at::kDouble);
   comm->all_reduce(mean);

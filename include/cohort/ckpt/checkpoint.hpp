@@ -54,6 +54,12 @@ struct SaveRequest {
 // "step-00001200"
 std::string step_dir_name(std::int64_t step);
 
+// What save_checkpoint() will read of `request` on rank `rank` of `world`: a copy of the request
+// whose tensors are fresh, contiguous host tensors of the same shapes holding this rank's slices
+// (its part of the byte-balanced plan); their other elements are left uninitialised and never
+// read. The asynchronous save's snapshot: 1/world of the bytes, so the copy costs 1/world too.
+SaveRequest snapshot_own_part(const SaveRequest& request, int world, int rank);
+
 // Collective. Returns the committed directory (<dir>/step-<N>). The temporary directory is
 // step-<N>.tmp-<tag>, the tag being "<SLURM_JOB_ID>-<SLURM_RESTART_COUNT>" inside Slurm and rank
 // 0's process id elsewhere (broadcast, so every rank writes into the same one).

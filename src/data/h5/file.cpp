@@ -129,7 +129,7 @@ Hid create_dataset(hid_t file, const std::string& name, DType dtype, std::int64_
   Hid space(COHORT_H5_CHECK(
       H5Screate_simple(static_cast<int>(extent.size()), extent.data(), nullptr), where));
   Hid plist(COHORT_H5_CHECK(H5Pcreate(H5P_DATASET_CREATE), where));
-  if (rows > 0) {
+  if (rows > 0 && chunk_bytes > 0) {
     COHORT_H5_CHECK(H5Pset_chunk(plist.get(), static_cast<int>(chunk.size()), chunk.data()), where);
   }
   Hid type = memory_type(dtype);

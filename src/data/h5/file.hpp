@@ -31,7 +31,8 @@ DType stored_dtype(hid_t dataset, const std::string& where);
 // An in-memory type for DType (float16: IEEE half as h5py and numpy write it).
 Hid memory_type(DType dtype);
 
-// Creates a chunked dataset [rows, inner...] with chunks of about chunk_bytes.
+// Creates a chunked dataset [rows, inner...] with chunks of about chunk_bytes; chunk_bytes = 0:
+// contiguous (one extent, written and read in one piece; the size is fixed at creation).
 Hid create_dataset(hid_t file, const std::string& name, DType dtype, std::int64_t rows,
                    const std::vector<std::int64_t>& inner, std::size_t chunk_bytes,
                    const std::string& where);

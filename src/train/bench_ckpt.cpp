@@ -1,0 +1,241 @@
+#include "cohort/train/bench_ckpt.hpp"
+
+#include <ATen/Parallel.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/randint.h>
+#include <ATen/ops/randn.h>
+#include <ATen/ops/tensor.h>
+#include <fcntl.h>
+#include <torch/nn/functional/loss.h>
+#include <torch/optim/sgd.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+
+#include "cohort/ckpt/inspect.hpp"
+#include "cohort/ckpt/shard_file.hpp"
+#include "cohort/comm/factory.hpp"
+#include "cohort/env/system_info.hpp"
+#include "cohort/error.hpp"
+#include "cohort/train/config.hpp"
+#include "cohort/train/model.hpp"
+#include "data/unique_fd.hpp"
+#include "train/checkpointing.hpp"
+
+namespace cohort::train {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+double slowest(comm::Communicator& comm, double seconds) {
+  at::Tensor t = at::tensor({seconds}, at::kDouble);
+  comm::CollectiveOptions max;
+  max.op = comm::ReduceOp::kMax;
+  comm.all_reduce(t, max);
+  return t.item<double>();
+}
+
+// Every rank starts after a barrier; the slowest rank's time.
+template <class Body>
+double timed(comm::Communicator& comm, Body&& body) {
+  comm.barrier();
+  const auto start = Clock::now();
+  body();
+  return slowest(comm, seconds_since(start));
+}
+
+// Raw POSIX I/O of a buffer: the baseline the checkpoint path is compared with.
+void raw_write(const std::string& path, const void* data, std::size_t bytes) {
+  data::UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+  COHORT_CHECK(fd.get() >= 0, IoError, path, ": cannot create: ", std::strerror(errno));
+  for (std::size_t done = 0; done < bytes;) {
+    const ssize_t n = ::write(fd.get(), static_cast<const char*>(data) + done, bytes - done);
+    COHORT_CHECK(n > 0 || errno == EINTR, IoError, path, ": write failed: ", std::strerror(errno));
+    if (n > 0) done += static_cast<std::size_t>(n);
+  }
+  COHORT_CHECK(::fsync(fd.get()) == 0, IoError, path, ": fsync failed: ", std::strerror(errno));
+}
+
+void raw_read(const std::string& path, void* out, std::size_t bytes) {
+  data::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  COHORT_CHECK(fd.get() >= 0, IoError, path, ": cannot open: ", std::strerror(errno));
+  for (std::size_t done = 0; done < bytes;) {
+    const ssize_t n = ::read(fd.get(), static_cast<char*>(out) + done, bytes - done);
+    COHORT_CHECK(n > 0 || errno == EINTR, IoError, path, ": short read: ", std::strerror(errno));
+    if (n > 0) done += static_cast<std::size_t>(n);
+  }
+}
+
+// A fresh directory under `base`, named after rank 0's process id, the same on every rank.
+std::string make_bench_dir(comm::Communicator& comm, const std::string& base) {
+  at::Tensor pid = at::tensor({comm.rank() == 0 ? static_cast<std::int64_t>(::getpid()) : 0});
+  comm.all_reduce(pid);
+  const std::string dir = base + "/cohort-bench-ckpt-" + std::to_string(pid.item<std::int64_t>());
+  if (comm.rank() == 0) std::filesystem::create_directories(dir);
+  comm.barrier();
+  return dir;
+}
+
+// The model, its optimizer with state, and the trainer's checkpoint path twice (sync, async)
+// into one checkpoint directory.
+struct Setup {
+  Config sync_config, async_config;
+  std::shared_ptr<Model> model;
+  std::unique_ptr<torch::optim::SGD> sgd;
+  std::unique_ptr<TrainCheckpoints> sync, async;
+  at::Tensor x, y;
+  std::int64_t step = 0;
+
+  // One training step, as the trainer does it; returns the seconds held in before_update().
+  double train_step() {
+    sgd->zero_grad();
+    torch::nn::functional::cross_entropy(model->forward(x), y).backward();
+    const auto start = Clock::now();
+    async->before_update();
+    const double held = seconds_since(start);
+    sgd->step();
+    return held;
+  }
+  std::string save(TrainCheckpoints& how) {
+    ++step;
+    return how.maybe_save(step, data::LoaderState{0, step}, x.size(0), false);
+  }
+};
+
+std::unique_ptr<Setup> make_setup(const comm::MpiSession& session, const CkptBenchOptions& o,
+                                  const std::string& dir) {
+  std::string hidden;
+  for (const auto h : o.hidden) hidden += (hidden.empty() ? "" : ",") + std::to_string(h);
+  const std::vector<std::string> common = {
+      "model.name=mlp",           "model.hidden=" + hidden,
+      "optim.momentum=0.9",       "checkpoint.dir=" + dir + "/checkpoints",
+      "checkpoint.every_steps=1", "checkpoint.keep_last=1"};
+  auto with = [&](const char* async) {
+    auto overrides = common;
+    overrides.push_back(std::string("checkpoint.async=") + async);
+    return Config::load("", overrides);
+  };
+  auto s = std::make_unique<Setup>(Setup{with("false"), with("true")});
+  s->model = build_model(s->sync_config, ModelInput{{o.features}, 10});
+  s->sgd = std::make_unique<torch::optim::SGD>(s->model->parameters(),
+                                               torch::optim::SGDOptions(0.01).momentum(0.9));
+  s->sync = std::make_unique<TrainCheckpoints>(s->sync_config, session, *s->model, *s->sgd);
+  s->async = std::make_unique<TrainCheckpoints>(s->async_config, session, *s->model, *s->sgd);
+  s->x = at::randn({o.batch, o.features});
+  s->y = at::randint(0, 10, {o.batch}, at::kLong);
+  s->train_step();  // the momentum buffers exist from here on
+  return s;
+}
+
+std::int64_t checkpoint_bytes(const std::string& step_dir) {
+  std::int64_t bytes = 0;
+  for (const auto& t : ckpt::read_manifest(step_dir).tensors) {
+    bytes += t.numel() * ckpt::dtype_bytes(t.dtype);
+  }
+  return bytes;
+}
+
+struct AsyncRound {
+  double stall_s = 0, background_s = 0;
+  std::vector<double> step_ms;
+};
+
+// One asynchronous save with training going on until the writer is done.
+AsyncRound async_round(Setup& s, comm::Communicator& comm) {
+  AsyncRound r;
+  comm.barrier();
+  const auto start = Clock::now();
+  s.save(*s.async);
+  r.stall_s = seconds_since(start);
+  do {  // at least one step, so that there is a step time to compare
+    const auto step_start = Clock::now();
+    r.stall_s += s.train_step();
+    r.step_ms.push_back(seconds_since(step_start) * 1e3);
+  } while (s.async->in_flight());
+  r.background_s = seconds_since(start);
+  s.async->finish();
+  r.stall_s = slowest(comm, r.stall_s);
+  r.background_s = slowest(comm, r.background_s);
+  return r;
+}
+
+}  // namespace
+
+CkptBenchResult bench_ckpt(const comm::MpiSession& session, const CkptBenchOptions& o) {
+  at::set_num_threads(o.threads);
+  env::set_blas_threads(1);  // as the trainer does (train.blas_threads): no spinning BLAS pool
+  auto comm = comm::make_communicator(session, comm::Backend::kMpi);
+  const std::string dir = make_bench_dir(*comm, o.dir);
+  auto s = make_setup(session, o, dir);
+  CkptBenchResult r;
+  r.ranks = comm->size();
+  r.checkpoint_bytes = checkpoint_bytes(s->save(*s->sync));  // warm-up saves, unmeasured
+  s->save(*s->async);
+  s->async->finish();
+  std::vector<double> base_steps;
+  for (int i = 0; i < 5; ++i) {
+    const auto start = Clock::now();
+    s->train_step();
+    base_steps.push_back(seconds_since(start) * 1e3);
+  }
+  const auto total = static_cast<std::size_t>(r.checkpoint_bytes);
+  const std::size_t share = total / static_cast<std::size_t>(r.ranks);
+  at::Tensor buffer = at::randint(0, 255, {static_cast<std::int64_t>(total)}, at::kByte);
+  at::Tensor readback = at::empty_like(buffer);
+  // A new file per round, the previous one deleted afterwards, as checkpoints come and go: both
+  // sides then draw on the same supply of fresh page-cache pages (rewriting one file reuses its
+  // pages, which on the build VMs is several times faster than fresh ones).
+  const auto raw_file = [&](int rank, int round) {
+    return dir + "/raw-" + std::to_string(rank) + "-" + std::to_string(round);
+  };
+  std::vector<double> writes, saves, stalls, background, during, loads, reads;
+  for (int round = 0; round < o.rounds; ++round) {
+    const auto* mine = static_cast<const char*>(buffer.data_ptr()) + share * comm->rank();
+    writes.push_back(timed(*comm, [&] { raw_write(raw_file(comm->rank(), round), mine, share); }));
+    if (round > 0) std::filesystem::remove(raw_file(comm->rank(), round - 1));
+    saves.push_back(timed(*comm, [&] { s->save(*s->sync); }));
+    const AsyncRound a = async_round(*s, *comm);
+    stalls.push_back(a.stall_s);
+    background.push_back(a.background_s);
+    during.insert(during.end(), a.step_ms.begin(), a.step_ms.end());
+    loads.push_back(timed(*comm, [&] { s->sync->resume(o.batch, nullptr); }));
+    reads.push_back(timed(*comm, [&] {
+      for (int k = 0; k < r.ranks; ++k) {
+        raw_read(raw_file(k, round), static_cast<char*>(readback.data_ptr()) + share * k, share);
+      }
+    }));
+  }
+  comm->barrier();
+  if (comm->rank() == 0) std::filesystem::remove_all(dir);
+  r.raw_write_rounds = writes;
+  r.sync_save_rounds = saves;
+  r.raw_write_s = median(writes);
+  r.sync_save_s = median(saves);
+  r.write_ratio = r.raw_write_s / r.sync_save_s;
+  r.raw_write_gbs = static_cast<double>(share * r.ranks) / r.raw_write_s / 1e9;
+  r.save_gbs = static_cast<double>(total) / r.sync_save_s / 1e9;
+  r.async_stall_s = median(stalls);
+  r.stall_share = r.async_stall_s / r.sync_save_s;
+  r.async_background_s = median(background);
+  r.step_ms = median(base_steps);
+  r.step_during_save_ms = median(during);
+  r.load_s = median(loads);
+  r.raw_read_s = median(reads);
+  r.load_ratio = r.raw_read_s / r.load_s;
+  return r;
+}
+
+}  // namespace cohort::train
