@@ -207,6 +207,7 @@ void print_ckpt(const train::CkptBenchResult& r, const train::CkptBenchOptions& 
   std::printf(
       "  sync save              %8.3f s  %6.2f GB/s  = %.2fx the raw write (floor >= 0.7)\n",
       r.sync_save_s, r.save_gbs, r.write_ratio);
+  std::printf("  fastest rounds         raw write / sync save = %.2fx\n", r.write_ratio_best);
   std::printf("  async save: stall      %8.3f s  = %.1f%% of a sync save (floor <= 10%%)\n",
               r.async_stall_s, 100 * r.stall_share);
   std::printf(
@@ -249,6 +250,7 @@ int bench_ckpt(const std::vector<std::string>& args, int* argc, char*** argv) {
                     {"raw_write_s", r.raw_write_s},
                     {"sync_save_s", r.sync_save_s},
                     {"write_ratio", r.write_ratio},
+                    {"write_ratio_best", r.write_ratio_best},
                     {"raw_write_gbs", r.raw_write_gbs},
                     {"save_gbs", r.save_gbs},
                     {"async_stall_s", r.async_stall_s},
@@ -260,7 +262,8 @@ int bench_ckpt(const std::vector<std::string>& args, int* argc, char*** argv) {
                     {"raw_read_s", r.raw_read_s},
                     {"load_ratio", r.load_ratio},
                     {"raw_write_rounds_s", r.raw_write_rounds},
-                    {"sync_save_rounds_s", r.sync_save_rounds}}
+                    {"sync_save_rounds_s", r.sync_save_rounds},
+                    {"async_stall_rounds_s", r.async_stall_rounds}}
                    .dump(2)
             << "\n";
   return 0;

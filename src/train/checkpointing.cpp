@@ -45,6 +45,13 @@ void set_generator_state(const std::string& bytes) {
   generator.set_state(state);
 }
 
+// The writer thread waits for slower ranks while training runs: sleeping, not spinning.
+comm::CommOptions quiet_waits() {
+  comm::CommOptions options;
+  options.low_cpu_wait = true;
+  return options;
+}
+
 }  // namespace
 
 TrainCheckpoints::TrainCheckpoints(const Config& config, const comm::MpiSession& session,
@@ -52,7 +59,7 @@ TrainCheckpoints::TrainCheckpoints(const Config& config, const comm::MpiSession&
     : config_(config),
       model_(model),
       optimizer_(optimizer),
-      comm_(comm::make_communicator(session, comm::Backend::kMpi)),  // never the training one
+      comm_(comm::make_communicator(session, comm::Backend::kMpi, quiet_waits())),  // its own
       dir_(config.get_string("checkpoint.dir")),
       every_(config.get_int("checkpoint.every_steps")),
       async_(config.get_bool("checkpoint.async")) {

@@ -32,6 +32,11 @@ struct CommOptions {
   // dtype (one extra small all-gather per call). Also enabled by COHORT_COMM_DEBUG=1.
   bool debug_check = false;
   std::size_t flight_recorder_entries = 64;
+  // Wait for all-reduce, broadcast and barrier by testing a non-blocking operation and sleeping
+  // between tests (50 us, doubling up to 1 ms) instead of MPI's busy polling. For communicators
+  // of background threads (the checkpoint writer): waiting there for a slower rank must not take
+  // a core from training. Costs up to a millisecond of latency per call. MPI backend only.
+  bool low_cpu_wait = false;
 };
 
 }  // namespace cohort::comm

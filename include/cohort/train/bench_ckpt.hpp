@@ -36,12 +36,13 @@ struct CkptBenchResult {
   int ranks = 1;
   std::int64_t checkpoint_bytes = 0;                         // tensor bytes in one checkpoint
   double raw_write_s = 0, sync_save_s = 0, write_ratio = 0;  // ratio: raw_write_s / sync_save_s
-  double raw_write_gbs = 0, save_gbs = 0;                    // aggregate, GB/s (1e9)
-  double async_stall_s = 0, stall_share = 0;                 // share: stall / sync save
-  double async_background_s = 0;                             // from the snapshot to the writer done
+  double write_ratio_best = 0;  // fastest raw write / fastest sync save: robust to cold pages
+  double raw_write_gbs = 0, save_gbs = 0;     // aggregate, GB/s (1e9)
+  double async_stall_s = 0, stall_share = 0;  // share: stall / sync save
+  double async_background_s = 0;              // from the snapshot to the writer done
   double step_ms = 0, step_during_save_ms = 0;
-  double load_s = 0, raw_read_s = 0, load_ratio = 0;       // ratio: raw_read_s / load_s
-  std::vector<double> raw_write_rounds, sync_save_rounds;  // every round, for the spread
+  double load_s = 0, raw_read_s = 0, load_ratio = 0;  // ratio: raw_read_s / load_s
+  std::vector<double> raw_write_rounds, sync_save_rounds, async_stall_rounds;  // every round
 };
 
 CkptBenchResult bench_ckpt(const comm::MpiSession& session, const CkptBenchOptions& options);

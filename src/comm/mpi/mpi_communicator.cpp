@@ -2,7 +2,10 @@
 
 #include <ATen/ops/div.h>
 
+#include <algorithm>
+#include <chrono>
 #include <climits>
+#include <thread>
 
 #include "../completion_work.hpp"
 #include "mpi_check.hpp"
@@ -56,6 +59,30 @@ class RequestWork final : public CompletionWork {
   MPI_Request request_;
 };
 
+// Completes a non-blocking operation without spinning (CommOptions::low_cpu_wait).
+void wait_sleeping(MPI_Request* request) {
+  auto pause = std::chrono::microseconds(50);
+  for (;;) {
+    int flag = 0;
+    COHORT_MPI_CHECK(MPI_Test(request, &flag, MPI_STATUS_IGNORE));
+    if (flag) return;
+    std::this_thread::sleep_for(pause);
+    pause = std::min<std::chrono::microseconds>(pause * 2, std::chrono::milliseconds(1));
+  }
+}
+
+// A blocking MPI collective, or (low_cpu) its non-blocking twin completed by wait_sleeping().
+template <class Blocking, class Start>
+void run_collective(bool low_cpu, Blocking&& blocking, Start&& start) {
+  if (!low_cpu) {
+    blocking();
+    return;
+  }
+  MPI_Request request = MPI_REQUEST_NULL;
+  start(&request);
+  wait_sleeping(&request);
+}
+
 }  // namespace
 
 MpiCommunicator::MpiCommunicator(MPI_Comm comm, CommOptions options,
@@ -100,16 +127,28 @@ void MpiCommunicator::execute(const Call& call) {
   switch (call.kind) {
     case OpKind::kAllReduce: {
       const at::Tensor& t = call.out;
-      COHORT_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, t.data_ptr(), count_of(t, "all_reduce"),
-                                     mpi::datatype(t.scalar_type()),
-                                     mpi::reduce_op(call.op, t.scalar_type()), comm_));
+      const int n = count_of(t, "all_reduce");
+      const MPI_Datatype type = mpi::datatype(t.scalar_type());
+      const MPI_Op op = mpi::reduce_op(call.op, t.scalar_type());
+      run_collective(
+          options().low_cpu_wait,
+          [&] { COHORT_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, t.data_ptr(), n, type, op, comm_)); },
+          [&](MPI_Request* r) {
+            COHORT_MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, t.data_ptr(), n, type, op, comm_, r));
+          });
       if (call.op == ReduceOp::kAvg && size() > 1) t.div_(size());
       break;
     }
     case OpKind::kBroadcast: {
       const at::Tensor& t = call.out;
-      COHORT_MPI_CHECK(MPI_Bcast(t.data_ptr(), count_of(t, "broadcast"),
-                                 mpi::datatype(t.scalar_type()), call.peer, comm_));
+      const int n = count_of(t, "broadcast");
+      const MPI_Datatype type = mpi::datatype(t.scalar_type());
+      run_collective(
+          options().low_cpu_wait,
+          [&] { COHORT_MPI_CHECK(MPI_Bcast(t.data_ptr(), n, type, call.peer, comm_)); },
+          [&](MPI_Request* r) {
+            COHORT_MPI_CHECK(MPI_Ibcast(t.data_ptr(), n, type, call.peer, comm_, r));
+          });
       break;
     }
     case OpKind::kAllGather: {
@@ -128,7 +167,9 @@ void MpiCommunicator::execute(const Call& call) {
       break;
     }
     case OpKind::kBarrier:
-      COHORT_MPI_CHECK(MPI_Barrier(comm_));
+      run_collective(
+          options().low_cpu_wait, [&] { COHORT_MPI_CHECK(MPI_Barrier(comm_)); },
+          [&](MPI_Request* r) { COHORT_MPI_CHECK(MPI_Ibarrier(comm_, r)); });
       break;
     case OpKind::kSend:
     case OpKind::kRecv:

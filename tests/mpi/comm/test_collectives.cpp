@@ -5,6 +5,9 @@
 
 #include <boost/test/data/test_case.hpp>
 #include <boost/test/unit_test.hpp>
+#include <chrono>
+#include <ctime>
+#include <thread>
 
 #include "cohort/comm/factory.hpp"
 #include "cohort/error.hpp"
@@ -92,6 +95,40 @@ BOOST_DATA_TEST_CASE(broadcast_all_gather_reduce_scatter,
   comm->reduce_scatter(scattered, whole);
   at::Tensor want = reference(size, size * m, type, ReduceOp::kSum).narrow(0, rank * m, m);
   BOOST_TEST(same(scattered, want), "reduce_scatter " << type << " n=" << m);
+}
+
+// CommOptions::low_cpu_wait: the same results, and a rank waiting for a late one sleeps instead of
+// spinning (thread CPU time well under the wall time it waited).
+BOOST_AUTO_TEST_CASE(low_cpu_wait_gives_the_same_results_without_spinning) {
+  cohort::comm::CommOptions options;
+  options.timeout = std::chrono::seconds(60);
+  options.low_cpu_wait = true;
+  auto comm = cohort::comm::make_communicator(cohort::test::session(), Backend::kMpi, options);
+  for (const int64_t n : {int64_t{1}, int64_t{1001}, int64_t{1} << 20}) {
+    at::Tensor t = input(comm->rank(), n, at::kFloat);
+    comm->all_reduce(t);
+    BOOST_TEST(same(t, reference(comm->size(), n, at::kFloat, ReduceOp::kSum)));
+    at::Tensor b = input(comm->rank(), n, at::kLong);
+    comm->broadcast(b, comm->size() - 1);
+    BOOST_TEST(same(b, input(comm->size() - 1, n, at::kLong)));
+  }
+  const auto cpu_seconds = [] {
+    timespec ts{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+  };
+  comm->barrier();
+  if (comm->rank() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(400));
+  const double cpu_before = cpu_seconds();
+  const auto wall_before = std::chrono::steady_clock::now();
+  comm->barrier();  // everyone else waits here ~400 ms for rank 0
+  const double cpu = cpu_seconds() - cpu_before;
+  const double wall =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_before).count();
+  if (comm->rank() != 0) {
+    BOOST_TEST(wall > 0.2);
+    BOOST_TEST(cpu < 0.25 * wall, "waited " << wall << " s, using " << cpu << " s of CPU");
+  }
 }
 
 BOOST_AUTO_TEST_CASE(send_recv_ring_and_barrier) {
