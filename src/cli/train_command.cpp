@@ -40,7 +40,10 @@ int run_train(const std::vector<std::string>& args, int* argc, char*** argv) {
   comm::MpiSession session(argc, argv);
   train::Trainer trainer(config, session, env::to_string(topology.launcher));
   const auto s = trainer.run(vm.count("json") ? stderr : stdout);
-  if (session.rank() != 0) return 0;
+  // Stopped by a signal after its checkpoint: every rank says "resume me" (75), so that srun's
+  // and mpirun's exit status say it too.
+  const int code = s.resumable ? static_cast<int>(ExitCode::kResumable) : 0;
+  if (session.rank() != 0) return code;
   nlohmann::json out = {{"steps", s.steps},
                         {"epochs", s.epochs},
                         {"ranks", s.ranks},
@@ -53,6 +56,7 @@ int run_train(const std::vector<std::string>& args, int* argc, char*** argv) {
                         {"samples_per_s", s.samples_per_s},
                         {"steady_samples_per_s", s.steady_samples_per_s},
                         {"stop_reason", s.stop_reason},
+                        {"resumable", s.resumable},
                         {"config_hash", s.config_hash}};
   if (s.evaluated) {
     out["eval"] = {{"loss", s.eval.loss},
@@ -62,7 +66,7 @@ int run_train(const std::vector<std::string>& args, int* argc, char*** argv) {
   }
   if (vm.count("json")) {
     std::cout << out.dump(2) << "\n";
-    return 0;
+    return code;
   }
   std::printf(
       "done: %lld steps, %lld epoch(s), %d rank(s) x %d thread(s), %.1f s, %.0f samples/s (%s)\n",
@@ -73,7 +77,7 @@ int run_train(const std::vector<std::string>& args, int* argc, char*** argv) {
                 s.eval.loss, s.eval.accuracy, s.eval.perplexity,
                 static_cast<long long>(s.eval.samples));
   }
-  return 0;
+  return code;
 }
 
 }  // namespace cohort::cli

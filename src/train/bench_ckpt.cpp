@@ -15,6 +15,7 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <utility>
 
 #include "cohort/ckpt/inspect.hpp"
 #include "cohort/ckpt/shard_file.hpp"
@@ -92,6 +93,8 @@ std::string make_bench_dir(comm::Communicator& comm, const std::string& base) {
 // The model, its optimizer with state, and the trainer's checkpoint path twice (sync, async)
 // into one checkpoint directory.
 struct Setup {
+  Setup(Config sync, Config async)
+      : sync_config(std::move(sync)), async_config(std::move(async)) {}
   Config sync_config, async_config;
   std::shared_ptr<Model> model;
   std::unique_ptr<torch::optim::SGD> sgd;
@@ -128,7 +131,7 @@ std::unique_ptr<Setup> make_setup(const comm::MpiSession& session, const CkptBen
     overrides.push_back(std::string("checkpoint.async=") + async);
     return Config::load("", overrides);
   };
-  auto s = std::make_unique<Setup>(Setup{with("false"), with("true")});
+  auto s = std::make_unique<Setup>(with("false"), with("true"));
   s->model = build_model(s->sync_config, ModelInput{{o.features}, 10});
   s->sgd = std::make_unique<torch::optim::SGD>(s->model->parameters(),
                                                torch::optim::SGDOptions(0.01).momentum(0.9));

@@ -155,6 +155,18 @@ std::optional<ResumePoint> TrainCheckpoints::resume(std::int64_t batch_size, std
 std::string TrainCheckpoints::maybe_save(std::int64_t step, const data::LoaderState& loader,
                                          std::int64_t batch_size, bool final) {
   if (every_ <= 0 || step == last_saved_ || (!final && step % every_ != 0)) return "";
+  save(step, loader, batch_size, async_);
+  return dir_ + "/" + ckpt::step_dir_name(step);
+}
+
+void TrainCheckpoints::save_now(std::int64_t step, const data::LoaderState& loader,
+                                std::int64_t batch_size) {
+  if (step != last_saved_) save(step, loader, batch_size, /*async=*/false);
+  finish();
+}
+
+void TrainCheckpoints::save(std::int64_t step, const data::LoaderState& loader,
+                            std::int64_t batch_size, bool async) {
   ckpt::SaveRequest request;
   request.step = step;
   request.epoch = loader.epoch;
@@ -169,11 +181,10 @@ std::string TrainCheckpoints::maybe_save(std::int64_t step, const data::LoaderSt
   request.rank_state = generator_state();
   finish();  // one save in flight at most
   last_saved_ = step;
-  const std::string path = dir_ + "/" + ckpt::step_dir_name(step);
-  if (!async_) {
+  if (!async) {
     ckpt::save_checkpoint(dir_, request, *comm_);
     if (comm_->rank() == 0) start_background([this] { apply_retention(); });  // off the path
-    return path;
+    return;
   }
   // Buffers (BatchNorm statistics) change in the next forward pass: copied now. Parameters and
   // optimizer state change only in the next optimizer step: the writer copies its own part of them
@@ -198,7 +209,6 @@ std::string TrainCheckpoints::maybe_save(std::int64_t step, const data::LoaderSt
       throw;
     }
   });
-  return path;
 }
 
 void TrainCheckpoints::before_update() {

@@ -67,6 +67,9 @@ class TrainCheckpoints {
   // Returns the committed directory, or "" when nothing was due.
   std::string maybe_save(std::int64_t step, const data::LoaderState& loader,
                          std::int64_t batch_size, bool final);
+  // Collective. Saves now, synchronously, whatever checkpoint.every_steps says (a signal's
+  // checkpoint); waits for a save in flight first, and only that when it was of this step.
+  void save_now(std::int64_t step, const data::LoaderState& loader, std::int64_t batch_size);
   // Waits for a save in flight; rethrows its error. Collective in effect (the writer's are).
   void finish();
   // Before anything changes the parameters or the optimizer state in place (the optimizer step):
@@ -78,6 +81,8 @@ class TrainCheckpoints {
  private:
   std::vector<ckpt::NamedTensor> tensors(bool create_optimizer_state);
   void apply_retention();
+  void save(std::int64_t step, const data::LoaderState& loader, std::int64_t batch_size,
+            bool async);
   void start_background(std::function<void()> task);
 
   const Config& config_;

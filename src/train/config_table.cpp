@@ -86,6 +86,13 @@ const std::vector<KeySpec>& config_table() {
       {"checkpoint", "resume", K::kBool, "true",
        "start from the newest valid checkpoint in checkpoint.dir when there is one"},
       {"checkpoint", "verify", K::kBool, "true", "check every slice's checksum when loading"},
+      // [slurm]
+      {"slurm", "signals", K::kString, "USR1,TERM",
+       "signals that stop the run at the next step with a checkpoint (\"\": none)"},
+      {"slurm", "requeue", K::kBool, "true",
+       "inside a Slurm job, requeue it through libslurm after a signal's checkpoint"},
+      {"slurm", "max_restarts", K::kInt, "3",
+       "requeue only while SLURM_RESTART_COUNT is below this; then end with a message"},
   };
   return table;
 }

@@ -25,6 +25,7 @@
 #include "cohort/train/config.hpp"
 #include "cohort/train/optim.hpp"
 #include "train/checkpointing.hpp"
+#include "train/preemption.hpp"
 #include "train/step.hpp"
 
 namespace cohort::train {
@@ -48,6 +49,7 @@ struct Trainer::Impl {
   std::unique_ptr<torch::optim::Optimizer> optimizer;
   std::unique_ptr<LrSchedule> schedule;
   std::unique_ptr<TrainCheckpoints> checkpoints;
+  std::unique_ptr<Preemption> preemption;
   std::ofstream metrics;  // rank 0
   std::FILE* progress = stdout;
   std::int64_t accumulation = 1, total_steps = 0;
@@ -63,6 +65,7 @@ struct Trainer::Impl {
   std::optional<ResumePoint> resume();
   void report_step(std::int64_t step, std::int64_t epoch, double elapsed);
   void log(nlohmann::json record);
+  void stop_for_signal(int signal, std::int64_t step);
 };
 
 void Trainer::Impl::setup() {
@@ -116,6 +119,19 @@ void Trainer::Impl::setup() {
   if (limited_by_steps) total_steps = max_steps;
   schedule = std::make_unique<LrSchedule>(config, total_steps);
   checkpoints = std::make_unique<TrainCheckpoints>(config, session, *model, *optimizer);
+  preemption = std::make_unique<Preemption>(config, *comm);
+}
+
+// A signal every rank agreed on: a synchronous checkpoint, then requeue (or not), said in one line.
+void Trainer::Impl::stop_for_signal(int signal, std::int64_t step) {
+  log({{"event", "signal"}, {"signal", signal_name(signal)}, {"step", step}});
+  checkpoints->save_now(step, loader->state(), config.get_int("data.batch_size"));
+  const std::string line = preemption->come_back(signal, step);
+  log({{"event", "stop"}, {"step", step}, {"message", line}});
+  if (session.rank() == 0) {
+    std::fprintf(progress, "%s\n", line.c_str());
+    std::fflush(progress);
+  }
 }
 
 // One metrics record per step; a progress line every train.log_every steps (and the first).
@@ -317,6 +333,11 @@ TrainSummary Trainer::run(std::FILE* progress) {
       im.report_step(step, epoch, elapsed);
       if (eval_every > 0 && step % eval_every == 0) finish_eval();
       im.checkpoints->maybe_save(step, im.loader->state(), batch_size, false);
+      if (const int signal = im.preemption->agreed_signal()) {
+        im.stop_for_signal(signal, step);
+        s.stop_reason = signal_name(signal);
+        s.resumable = stop = true;
+      }
       if (step >= im.total_steps) {
         stop = true;
         if (s.stop_reason == "epochs" && im.limited_by_steps) s.stop_reason = "max_steps";
@@ -326,7 +347,7 @@ TrainSummary Trainer::run(std::FILE* progress) {
     micro.clear();  // a partial accumulation group at the epoch's end is dropped on every rank
     if (!stop && eval_every == 0) finish_eval();
   }
-  if (evaluated_at != step) finish_eval();  // the final model is always evaluated
+  if (evaluated_at != step && !s.resumable) finish_eval();  // the final model is evaluated
   im.checkpoints->maybe_save(step, im.loader->state(), batch_size, /*final=*/true);
   im.checkpoints->finish();  // the last save is on disk before the run reports its end
   s.steps = step;

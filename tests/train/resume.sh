@@ -10,6 +10,8 @@
 #  - run W is killed (SIGKILL) in the middle of writing its step-80 shards (a test hook holds the
 #    writer there): the restart resumes from step 40, removes the partial directory, and ends
 #    bit-identical to A;
+#  - run P gets SIGUSR1 on one rank only: every rank stops at the same next step with a
+#    checkpoint, exit code 75, and the restart also ends bit-identical to A;
 #  - asynchronous saves (the default) and synchronous ones (run S) hold the same tensors, byte
 #    for byte (the same slice checksums at every step).
 set -euo pipefail
@@ -45,6 +47,25 @@ killed_at=$(cat b/checkpoints/latest)
 train 2 24 b >b2.log 2>&1 || fail "resumed run B: $(cat b2.log)"
 grep -q "resumed from .*/$killed_at" b2.log || fail "B did not resume from $killed_at: $(cat b2.log)"
 echo "run B killed after $killed_at, resumed from it"
+
+# Run P: SIGUSR1 to one rank only, mid-run. Both ranks agree at the next step, save a
+# checkpoint there (not a multiple of 40), exit 75 ("resume me"); the restart ends like run A.
+train 2 24 p >p1.log 2>&1 &
+launcher=$!
+for _ in $(seq 1 600); do
+  [ -f p/checkpoints/latest ] && break
+  sleep 0.02
+done
+sleep "0.$((RANDOM % 5))"
+pgrep -f "^$cohort train .*train.run_dir=p( |$)" | tail -1 | xargs kill -USR1
+rc=0; wait "$launcher" || rc=$?
+[ "$rc" = 75 ] || fail "run P exited $rc after SIGUSR1, not 75: $(cat p1.log)"
+stopped=$(sed -n 's/^SIGUSR1 at step \([0-9]*\): checkpoint saved; stopping to be resumed.*/\1/p' p1.log)
+[ -n "$stopped" ] && [ "$(cat p/checkpoints/latest)" = "$(printf 'step-%08d' "$stopped")" ] ||
+  fail "run P: no checkpoint at the step it stopped: $(cat p1.log)"
+train 2 24 p >p2.log 2>&1 || fail "resumed run P: $(cat p2.log)"
+grep -q "resumed from .*/step-0*$stopped " p2.log || fail "P did not resume from $stopped"
+echo "run P: SIGUSR1 to one rank, both stopped at step $stopped with a checkpoint, exit 75"
 
 for n_b in "1 48" "3 16"; do
   set -- $n_b
@@ -84,6 +105,7 @@ def sums(m):
 a, b = manifest("a"), manifest("b")
 assert sums(a) == sums(b), "resumed run B differs from run A"
 assert sums(a) == sums(manifest("w")), "run W, resumed after a kill mid-write, differs from run A"
+assert sums(a) == sums(manifest("p")), "run P, stopped by SIGUSR1 and resumed, differs from run A"
 for step in range(40, 341, 40):
     assert sums(manifest("a", step)) == sums(manifest("s", step)), f"async != sync at {step}"
 print("asynchronous and synchronous saves: identical slices at every checkpoint")

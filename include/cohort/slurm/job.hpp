@@ -1,0 +1,30 @@
+// The Slurm job this process runs in, and what it may ask of the controller through libslurm
+// (never by shelling out to scontrol, which many containers lack).
+//
+// current_job() reads the job from the environment Slurm gives its tasks: the id to act on
+// ("<SLURM_ARRAY_JOB_ID>_<SLURM_ARRAY_TASK_ID>" for an array task, SLURM_JOB_ID otherwise) and
+// SLURM_RESTART_COUNT. requeue() asks the controller to requeue that job (slurm_requeue2: Slurm
+// terminates what still runs and puts the job back in the queue, where it starts again with
+// SLURM_RESTART_COUNT one higher). Every libslurm call goes through COHORT_SLURM_CHECK, which names
+// the call and Slurm's own message.
+#pragma once
+
+#include <string>
+
+#include "cohort/env/environment.hpp"
+
+namespace cohort::slurm {
+
+struct JobIdentity {
+  bool in_job = false;    // SLURM_JOB_ID is set
+  std::string job_id;     // SLURM_JOB_ID
+  std::string target;     // what requeue acts on: the array task's "123_4", else the job id
+  int restart_count = 0;  // SLURM_RESTART_COUNT (0 on the first run)
+};
+
+JobIdentity current_job(const env::Environment& environment);
+
+// Requeues the job `target` names (a job id, or "<array job>_<task>"). SlurmError on failure.
+void requeue(const std::string& target);
+
+}  // namespace cohort::slurm

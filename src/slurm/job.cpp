@@ -1,0 +1,60 @@
+#include "cohort/slurm/job.hpp"
+
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "slurm/slurm_check.hpp"
+
+namespace cohort::slurm {
+namespace detail {
+
+void throw_slurm_error(const char* call, int rc) {
+  const int code = rc == -1 ? slurm_get_errno() : rc;
+  COHORT_THROW(SlurmError, call, " failed: ", slurm_strerror(code), " (", code, ")");
+}
+
+}  // namespace detail
+
+namespace {
+
+// libslurm reads slurm.conf (SLURM_CONF or its default) once per process before any call.
+void init_once() {
+  static std::once_flag once;
+  std::call_once(once, [] { slurm_init(nullptr); });
+}
+
+struct ArrayRespFree {
+  void operator()(job_array_resp_msg_t* resp) const noexcept { slurm_free_job_array_resp(resp); }
+};
+
+}  // namespace
+
+JobIdentity current_job(const env::Environment& environment) {
+  JobIdentity job;
+  const auto id = environment.get("SLURM_JOB_ID");
+  job.in_job = id.has_value() && !id->empty();
+  if (!job.in_job) return job;
+  job.job_id = *id;
+  const auto array_job = environment.get("SLURM_ARRAY_JOB_ID");
+  const auto array_task = environment.get("SLURM_ARRAY_TASK_ID");
+  job.target = array_job && array_task ? *array_job + "_" + *array_task : job.job_id;
+  job.restart_count = static_cast<int>(environment.get_int("SLURM_RESTART_COUNT").value_or(0));
+  return job;
+}
+
+void requeue(const std::string& target) {
+  init_once();
+  std::vector<char> id(target.begin(), target.end());
+  id.push_back('\0');
+  job_array_resp_msg_t* raw = nullptr;
+  COHORT_SLURM_CHECK(slurm_requeue2(id.data(), 0, &raw));
+  const std::unique_ptr<job_array_resp_msg_t, ArrayRespFree> resp(raw);
+  for (std::uint32_t i = 0; resp && i < resp->job_array_count; ++i) {
+    const int code = static_cast<int>(resp->error_code[i]);
+    COHORT_CHECK(code == 0, SlurmError, "slurm_requeue2(", target, ") failed for ",
+                 resp->job_array_id[i], ": ", slurm_strerror(code), " (", code, ")");
+  }
+}
+
+}  // namespace cohort::slurm

@@ -1,0 +1,25 @@
+// COHORT_SLURM_CHECK(call): runs a libslurm call that returns 0 on success and -1 (with
+// slurm_get_errno()) or an error code otherwise, and throws SlurmError naming the call and Slurm's
+// message.
+#pragma once
+
+#include <slurm/slurm.h>
+#include <slurm/slurm_errno.h>
+
+#include <string>
+
+#include "cohort/error.hpp"
+
+namespace cohort::slurm::detail {
+
+[[noreturn]] void throw_slurm_error(const char* call, int rc);
+
+}  // namespace cohort::slurm::detail
+
+#define COHORT_SLURM_CHECK(call)                                           \
+  do {                                                                     \
+    const int cohort_slurm_rc_ = (call);                                   \
+    if (cohort_slurm_rc_ != 0) {                                           \
+      ::cohort::slurm::detail::throw_slurm_error(#call, cohort_slurm_rc_); \
+    }                                                                      \
+  } while (false)

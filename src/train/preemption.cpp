@@ -1,0 +1,104 @@
+#include "train/preemption.hpp"
+
+#include <ATen/ops/tensor.h>
+
+#include <atomic>
+#include <map>
+#include <sstream>
+
+#include "cohort/error.hpp"
+#include "cohort/slurm/job.hpp"
+#include "cohort/train/config.hpp"
+
+namespace cohort::train {
+namespace {
+
+// Written by the handler, read at step boundaries. Lock-free, so async-signal-safe.
+std::atomic<int> g_signal{0};
+static_assert(std::atomic<int>::is_always_lock_free);
+
+extern "C" void on_signal(int signal) { g_signal.store(signal, std::memory_order_relaxed); }
+
+const std::map<std::string, int>& signal_names() {
+  static const std::map<std::string, int> kNames = {
+      {"USR1", SIGUSR1}, {"USR2", SIGUSR2}, {"TERM", SIGTERM}, {"INT", SIGINT},
+      {"HUP", SIGHUP},   {"QUIT", SIGQUIT}, {"XCPU", SIGXCPU}};
+  return kNames;
+}
+
+}  // namespace
+
+std::vector<int> parse_signals(const std::string& text) {
+  std::vector<int> signals;
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    if (item.empty()) continue;
+    const std::string name = item.rfind("SIG", 0) == 0 ? item.substr(3) : item;
+    const auto it = signal_names().find(name);
+    COHORT_CHECK(it != signal_names().end(), ConfigError, "slurm.signals: unknown signal '", item,
+                 "' (USR1, USR2, TERM, INT, HUP, QUIT, XCPU)");
+    signals.push_back(it->second);
+  }
+  return signals;
+}
+
+std::string signal_name(int signal) {
+  for (const auto& [name, number] : signal_names()) {
+    if (number == signal) return "SIG" + name;
+  }
+  return "signal " + std::to_string(signal);
+}
+
+Preemption::Preemption(const Config& config, comm::Communicator& comm)
+    : config_(config), comm_(comm) {
+  g_signal.store(0);
+  for (const int signal : parse_signals(config.get_string("slurm.signals"))) {
+    struct sigaction action {};
+    action.sa_handler = on_signal;
+    sigemptyset(&action.sa_mask);
+    action.sa_flags = SA_RESTART;
+    struct sigaction old {};
+    COHORT_CHECK(sigaction(signal, &action, &old) == 0, EnvironmentError, "sigaction(",
+                 signal_name(signal), ") failed");
+    previous_.emplace_back(signal, old);
+  }
+}
+
+Preemption::~Preemption() {
+  for (const auto& [signal, old] : previous_) sigaction(signal, &old, nullptr);
+}
+
+int Preemption::agreed_signal() {
+  if (previous_.empty()) return 0;
+  at::Tensor flag = at::tensor({static_cast<std::int64_t>(g_signal.load())}, at::kLong);
+  comm::CollectiveOptions max;
+  max.op = comm::ReduceOp::kMax;
+  comm_.all_reduce(flag, max);
+  return static_cast<int>(flag.item<std::int64_t>());
+}
+
+std::string Preemption::come_back(int signal, std::int64_t step) {
+  const auto job = slurm::current_job(env::Environment::from_process());
+  std::ostringstream line;
+  line << signal_name(signal) << " at step " << step << ": checkpoint saved; ";
+  const std::int64_t budget = config_.get_int("slurm.max_restarts");
+  if (!job.in_job || !config_.get_bool("slurm.requeue")) {
+    line << "stopping to be resumed (exit code 75)";
+  } else if (job.restart_count >= budget) {
+    line << "restart budget spent (" << job.restart_count << "/" << budget
+         << " restarts, slurm.max_restarts): not requeueing job " << job.target;
+  } else {
+    try {
+      if (comm_.rank() == 0) slurm::requeue(job.target);
+      line << "requeued job " << job.target << " (restart " << job.restart_count + 1 << "/"
+           << budget << ")";
+    } catch (const SlurmError& e) {  // the checkpoint is safe: say so, and stop resumable
+      line << "could not requeue job " << job.target << ": " << e.what()
+           << "; stopping to be resumed (exit code 75)";
+    }
+  }
+  return line.str();
+}
+
+}  // namespace cohort::train
