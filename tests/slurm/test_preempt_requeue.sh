@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# Preemption on the real cluster (issue 7, test a): sbatch/train.sbatch, submitted with --requeue,
+# gets `scancel --batch --signal=USR1` mid-run. The script passes the signal to its step; the
+# ranks agree, checkpoint, rank 0 requeues the job through libslurm; the job runs again with
+# SLURM_RESTART_COUNT=1, resumes from that checkpoint and finishes. Its final parameters are
+# bit-identical to an uninterrupted run's (same slice checksums). Then the restart budget: with
+# slurm.max_restarts=0 the same signal checkpoints and ends the job (exit 75) without requeueing.
+source "$(dirname "$0")/lib.sh"
+export PATH=$(dirname "$COHORT_BIN"):$PATH
+cd "$work"
+cohort data make-synthetic --kind classification --samples 4096 --features 256 --classes 10 \
+  --seed 4 --out set.h5 >/dev/null
+settings=(--set data.path="$work/set.h5" --set data.batch_size=24 --set model.hidden=512,512
+  --set optim.lr=0.05 --set train.epochs=8 --set train.seed=11 --set train.threads=1
+  --set train.log_every=100 --set checkpoint.every_steps=100 --set checkpoint.keep_last=0)
+printf '[train]\nrun_dir = %s\n' "$work/ref" >ref.ini
+$MPIEXEC $MPIEXEC_FLAGS -np 2 cohort train --config ref.ini "${settings[@]}" >ref.log 2>&1 ||
+  fail "the uninterrupted run failed: $(cat ref.log)"
+
+state_of() { scontrol show job "$1" 2>/dev/null | grep -o 'JobState=[A-Z_]*' | cut -d= -f2; }
+# wait_end JOB: until the job is COMPLETED or FAILED (a requeue passes through other states).
+wait_end() {
+  local s
+  for _ in $(seq 1 900); do
+    s=$(state_of "$1")
+    case "$s" in COMPLETED|FAILED|CANCELLED|TIMEOUT|NODE_FAIL) echo "$s"; return ;; esac
+    sleep 0.2
+  done
+  echo "still $(state_of "$1") after 180 s"
+}
+# signal_mid_run JOB RUN_DIR: once the job's first checkpoint exists, USR1 to its batch shell.
+signal_mid_run() {
+  for _ in $(seq 1 600); do
+    [ -f "$2/checkpoints/latest" ] && break
+    sleep 0.1
+  done
+  [ -f "$2/checkpoints/latest" ] || fail "job $1 never checkpointed: $(cat "$work"/*-"$1".out)"
+  scancel --batch --signal=USR1 "$1"
+}
+
+printf '[train]\nrun_dir = %s\n' "$work/pre" >pre.ini
+job=$(sbatch --parsable --requeue --job-name=pre "$COHORT_SOURCE_DIR/sbatch/train.sbatch" \
+  "$work/pre.ini" "${settings[@]}")
+signal_mid_run "$job" "$work/pre"
+end=$(wait_end "$job")
+out=$work/pre-$job.out
+cat "$out"
+[ "$end" = COMPLETED ] || fail "job $job ended $end"
+stopped=$(sed -n "s/^SIGUSR1 at step \([0-9]*\): checkpoint saved; requeued job $job (restart 1\/3)$/\1/p" "$out")
+[ -n "$stopped" ] || fail "no 'SIGUSR1 at step N: checkpoint saved; requeued job $job' line"
+grep -q "restart 1$" "$out" || fail "the job did not run again with SLURM_RESTART_COUNT=1"
+grep -q "resumed from .*/step-0*$stopped " "$out" || fail "the restart did not resume from $stopped"
+/usr/bin/python3 - "$work" <<'PY'
+import json, sys
+work = sys.argv[1]
+def sums(run):
+    latest = open(f"{work}/{run}/checkpoints/latest").read().strip()
+    m = json.load(open(f"{work}/{run}/checkpoints/{latest}/manifest.json"))
+    assert m["step"] == 680, (run, m["step"])
+    return {t["name"]: [s["checksum"] for s in t["slices"]] for t in m["tensors"]}
+assert sums("ref") == sums("pre"), "the requeued and resumed run differs from the uninterrupted one"
+print("requeued run: final parameters bit-identical to the uninterrupted run")
+PY
+
+printf '[train]\nrun_dir = %s\n' "$work/budget" >budget.ini
+job=$(sbatch --parsable --requeue --job-name=budget "$COHORT_SOURCE_DIR/sbatch/train.sbatch" \
+  "$work/budget.ini" "${settings[@]}" --set slurm.max_restarts=0)
+signal_mid_run "$job" "$work/budget"
+end=$(wait_end "$job")
+out=$work/budget-$job.out
+cat "$out"
+[ "$end" = FAILED ] || fail "job $job ended $end, not FAILED (exit 75)"
+grep -q "restart budget spent (0/0 restarts, slurm.max_restarts): not requeueing job $job" "$out" ||
+  fail "no restart-budget line"
+grep -q "step ended with exit code 75" "$out" || fail "the step did not exit 75"
+[ "$(grep -c '^cohort-train: job' "$out")" = 1 ] || fail "the job ran more than once"
+echo "restart budget: checkpointed, not requeued, exit 75"
