@@ -1,5 +1,6 @@
 #include "cohort/slurm/job.hpp"
 
+#include <cstdlib>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -24,6 +25,10 @@ void init_once() {
   std::call_once(once, [] { slurm_init(nullptr); });
 }
 
+struct JobInfoFree {
+  void operator()(job_info_msg_t* msg) const noexcept { slurm_free_job_info_msg(msg); }
+};
+
 struct ArrayRespFree {
   void operator()(job_array_resp_msg_t* resp) const noexcept { slurm_free_job_array_resp(resp); }
 };
@@ -41,6 +46,24 @@ JobIdentity current_job(const env::Environment& environment) {
   job.target = array_job && array_task ? *array_job + "_" + *array_task : job.job_id;
   job.restart_count = static_cast<int>(environment.get_int("SLURM_RESTART_COUNT").value_or(0));
   return job;
+}
+
+std::optional<std::time_t> job_end_time(const std::string& job_id) {
+  init_once();
+  char* end = nullptr;
+  const unsigned long id = std::strtoul(job_id.c_str(), &end, 10);
+  COHORT_CHECK(!job_id.empty() && end != nullptr && *end == '\0', SlurmError, "job id '", job_id,
+               "' is not a number");
+  job_info_msg_t* raw = nullptr;
+  COHORT_SLURM_CHECK(slurm_load_job(&raw, static_cast<std::uint32_t>(id), SHOW_DETAIL));
+  const std::unique_ptr<job_info_msg_t, JobInfoFree> info(raw);
+  COHORT_CHECK(info && info->record_count >= 1, SlurmError, "slurm_load_job(", job_id,
+               ") returned no job");
+  const slurm_job_info_t& job = info->job_array[0];
+  if (job.time_limit == INFINITE || job.time_limit == NO_VAL || job.end_time == 0) {
+    return std::nullopt;
+  }
+  return job.end_time;
 }
 
 void requeue(const std::string& target) {

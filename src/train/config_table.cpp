@@ -91,6 +91,9 @@ const std::vector<KeySpec>& config_table() {
        "signals that stop the run at the next step with a checkpoint (\"\": none)"},
       {"slurm", "requeue", K::kBool, "true",
        "inside a Slurm job, requeue it through libslurm after a signal's checkpoint"},
+      {"slurm", "time_margin", K::kInt, "300",
+       "inside a Slurm job with a time limit: stop (checkpoint, requeue) this many seconds before "
+       "it (0: off)"},
       {"slurm", "max_restarts", K::kInt, "3",
        "requeue only while SLURM_RESTART_COUNT is below this; then end with a message"},
   };

@@ -3,6 +3,8 @@
 #include <ATen/ops/tensor.h>
 
 #include <atomic>
+#include <cstdio>
+#include <ctime>
 #include <map>
 #include <sstream>
 
@@ -44,6 +46,7 @@ std::vector<int> parse_signals(const std::string& text) {
 }
 
 std::string signal_name(int signal) {
+  if (signal == Preemption::kWallTime) return "time limit";
   for (const auto& [name, number] : signal_names()) {
     if (number == signal) return "SIG" + name;
   }
@@ -63,6 +66,38 @@ Preemption::Preemption(const Config& config, comm::Communicator& comm)
                  signal_name(signal), ") failed");
     previous_.emplace_back(signal, old);
   }
+  arm_deadline();
+  at::Tensor any = at::tensor({static_cast<std::int64_t>(previous_.empty() && !deadline_ ? 0 : 1)});
+  comm::CollectiveOptions max;
+  max.op = comm::ReduceOp::kMax;
+  comm_.all_reduce(any, max);  // every rank takes part in the agreements, or none does
+  agree_ = any.item<std::int64_t>() != 0;
+}
+
+// Rank 0, inside a Slurm job with a time limit: stop slurm.time_margin seconds before it.
+void Preemption::arm_deadline() {
+  const std::int64_t margin = config_.get_int("slurm.time_margin");
+  const auto job = slurm::current_job(env::Environment::from_process());
+  if (comm_.rank() != 0 || margin <= 0 || !job.in_job) return;
+  std::optional<std::time_t> end;
+  try {
+    end = slurm::job_end_time(job.job_id);
+  } catch (const SlurmError& e) {  // training goes on; only the early stop is lost
+    std::fprintf(stderr,
+                 "cohort: warning: slurm.time_margin: cannot read the time limit of job %s: %s\n",
+                 job.job_id.c_str(), e.what());
+    return;
+  }
+  if (!end) return;
+  const auto left = static_cast<std::int64_t>(*end - std::time(nullptr));
+  if (left <= margin) {
+    std::fprintf(stderr,
+                 "cohort: warning: job %s has %lld s left, not more than slurm.time_margin (%lld "
+                 "s): no early stop\n",
+                 job.job_id.c_str(), static_cast<long long>(left), static_cast<long long>(margin));
+    return;
+  }
+  deadline_ = std::chrono::steady_clock::now() + std::chrono::seconds(left - margin);
 }
 
 Preemption::~Preemption() {
@@ -70,8 +105,10 @@ Preemption::~Preemption() {
 }
 
 int Preemption::agreed_signal() {
-  if (previous_.empty()) return 0;
-  at::Tensor flag = at::tensor({static_cast<std::int64_t>(g_signal.load())}, at::kLong);
+  if (!agree_) return 0;
+  std::int64_t mine = g_signal.load();
+  if (mine == 0 && deadline_ && std::chrono::steady_clock::now() >= *deadline_) mine = kWallTime;
+  at::Tensor flag = at::tensor({mine}, at::kLong);
   comm::CollectiveOptions max;
   max.op = comm::ReduceOp::kMax;
   comm_.all_reduce(flag, max);
@@ -81,7 +118,12 @@ int Preemption::agreed_signal() {
 std::string Preemption::come_back(int signal, std::int64_t step) {
   const auto job = slurm::current_job(env::Environment::from_process());
   std::ostringstream line;
-  line << signal_name(signal) << " at step " << step << ": checkpoint saved; ";
+  if (signal == kWallTime) {
+    line << "time limit in " << config_.get_int("slurm.time_margin") << " s or less";
+  } else {
+    line << signal_name(signal);
+  }
+  line << " at step " << step << ": checkpoint saved; ";
   const std::int64_t budget = config_.get_int("slurm.max_restarts");
   if (!job.in_job || !config_.get_bool("slurm.requeue")) {
     line << "stopping to be resumed (exit code 75)";

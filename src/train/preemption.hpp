@@ -9,9 +9,16 @@
 // saves a synchronous checkpoint and calls come_back(): rank 0 requeues the Slurm job through
 // libslurm (slurm.requeue, and only while SLURM_RESTART_COUNT < slurm.max_restarts), and the
 // process exits with ExitCode::kResumable (75). The destructor restores the previous handlers.
+//
+// Wall time: inside a Slurm job with a time limit, rank 0 reads the job's end time through
+// libslurm at start-up; once fewer than slurm.time_margin seconds are left, rank 0 raises
+// kWallTime in the same agreement, and the run stops exactly as for a signal, whether or not
+// the job asked Slurm for one.
 #pragma once
 
+#include <chrono>
 #include <csignal>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,25 +30,30 @@ class Config;
 
 class Preemption {
  public:
+  static constexpr int kWallTime = 1000;  // not a signal: the time limit is near
+
   Preemption(const Config& config, comm::Communicator& comm);
   ~Preemption();
   Preemption(const Preemption&) = delete;
   Preemption& operator=(const Preemption&) = delete;
 
-  // Collective: the signal some rank received (the highest number), or 0.
+  // Collective: the signal some rank received (the highest number), kWallTime, or 0.
   int agreed_signal();
   // After the checkpoint, on every rank: rank 0 requeues when it should. Returns the line that
   // says what happens next (printed by rank 0).
   std::string come_back(int signal, std::int64_t step);
 
  private:
+  void arm_deadline();
   const Config& config_;
   comm::Communicator& comm_;
   std::vector<std::pair<int, struct sigaction>> previous_;
+  std::optional<std::chrono::steady_clock::time_point> deadline_;  // rank 0 only
+  bool agree_ = false;  // anything to agree on: signals, or a deadline on rank 0
 };
 
 // "USR1,TERM" -> {SIGUSR1, SIGTERM}; ConfigError naming slurm.signals for an unknown name.
 std::vector<int> parse_signals(const std::string& text);
-std::string signal_name(int signal);  // "SIGUSR1"
+std::string signal_name(int signal);  // "SIGUSR1"; "time limit" for kWallTime
 
 }  // namespace cohort::train

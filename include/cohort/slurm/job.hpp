@@ -9,6 +9,8 @@
 // the call and Slurm's own message.
 #pragma once
 
+#include <ctime>
+#include <optional>
 #include <string>
 
 #include "cohort/env/environment.hpp"
@@ -23,6 +25,10 @@ struct JobIdentity {
 };
 
 JobIdentity current_job(const env::Environment& environment);
+
+// When the job's time limit runs out (seconds since the epoch), read from the controller
+// (slurm_load_job); nullopt for a job without one. SlurmError when the controller cannot say.
+std::optional<std::time_t> job_end_time(const std::string& job_id);
 
 // Requeues the job `target` names (a job id, or "<array job>_<task>"). SlurmError on failure.
 void requeue(const std::string& target);
