@@ -18,8 +18,10 @@ const std::vector<Command>& commands() {
        run_train},
       {"config", "trainer configuration: check a file, print the key reference", run_config},
       {"data", "datasets: make-synthetic, import, inspect, split, stage", run_data},
-      {"ckpt", "checkpoints: list, inspect, verify", run_ckpt},
-      {"bench", "benchmarks against a baseline in the same run: allreduce, ddp, io", run_bench},
+      {"ckpt", "checkpoints: list, inspect, verify, export", run_ckpt},
+      {"bench", "benchmarks against a baseline in the same run: allreduce, ddp, io, ckpt",
+       run_bench},
+      {"slurm", "for batch scripts: requeue the job through libslurm (restart budget)", run_slurm},
       {"launch", "start N ranks of a command: srun in an allocation, mpirun elsewhere", run_launch},
   };
   return table;

@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <memory>
 #include <mutex>
+#include <sstream>
 #include <vector>
 
 #include "slurm/slurm_check.hpp"
@@ -78,6 +79,27 @@ void requeue(const std::string& target) {
     COHORT_CHECK(code == 0, SlurmError, "slurm_requeue2(", target, ") failed for ",
                  resp->job_array_id[i], ": ", slurm_strerror(code), " (", code, ")");
   }
+}
+
+RequeueOutcome requeue_within_budget(const JobIdentity& job, bool allowed, int max_restarts,
+                                     bool act) {
+  std::ostringstream text;
+  if (!job.in_job || !allowed) return {false, "stopping to be resumed (exit code 75)"};
+  if (job.restart_count >= max_restarts) {
+    text << "restart budget spent (" << job.restart_count << "/" << max_restarts
+         << " restarts, slurm.max_restarts): not requeueing job " << job.target;
+    return {false, text.str()};
+  }
+  try {
+    if (act) requeue(job.target);
+  } catch (const SlurmError& e) {  // said, not swallowed: the caller stops resumable
+    text << "could not requeue job " << job.target << ": " << e.what()
+         << "; stopping to be resumed (exit code 75)";
+    return {false, text.str()};
+  }
+  text << "requeued job " << job.target << " (restart " << job.restart_count + 1 << "/"
+       << max_restarts << ")";
+  return {true, text.str()};
 }
 
 }  // namespace cohort::slurm

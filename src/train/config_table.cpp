@@ -71,6 +71,8 @@ const std::vector<KeySpec>& config_table() {
       // [parallel]
       {"parallel", "backend", K::kChoice, "mpi", "gradient all-reduce backend", "mpi|nccl"},
       {"parallel", "bucket_mb", K::kFloat, "25", "DDP bucket size in MiB"},
+      {"parallel", "timeout_s", K::kInt, "600",
+       "a collective not done after this many seconds ends the run (watchdog, exit 76)"},
       {"parallel", "overlap", K::kBool, "false",
        "all-reduce buckets during backward (pays with spare cores or a GPU)"},
       // [checkpoint]

@@ -124,22 +124,10 @@ std::string Preemption::come_back(int signal, std::int64_t step) {
     line << signal_name(signal);
   }
   line << " at step " << step << ": checkpoint saved; ";
-  const std::int64_t budget = config_.get_int("slurm.max_restarts");
-  if (!job.in_job || !config_.get_bool("slurm.requeue")) {
-    line << "stopping to be resumed (exit code 75)";
-  } else if (job.restart_count >= budget) {
-    line << "restart budget spent (" << job.restart_count << "/" << budget
-         << " restarts, slurm.max_restarts): not requeueing job " << job.target;
-  } else {
-    try {
-      if (comm_.rank() == 0) slurm::requeue(job.target);
-      line << "requeued job " << job.target << " (restart " << job.restart_count + 1 << "/"
-           << budget << ")";
-    } catch (const SlurmError& e) {  // the checkpoint is safe: say so, and stop resumable
-      line << "could not requeue job " << job.target << ": " << e.what()
-           << "; stopping to be resumed (exit code 75)";
-    }
-  }
+  line << slurm::requeue_within_budget(job, config_.get_bool("slurm.requeue"),
+                                       static_cast<int>(config_.get_int("slurm.max_restarts")),
+                                       comm_.rank() == 0)
+              .text;
   return line.str();
 }
 

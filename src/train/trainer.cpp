@@ -81,9 +81,14 @@ void Trainer::Impl::setup() {
   summary.config_hash = config.hash();
   bf16 = config.get_string("train.precision") == "bf16";
   torch::manual_seed(static_cast<std::uint64_t>(config.get_int("train.seed")));
-  comm = comm::make_communicator(session, config.get_string("parallel.backend") == "nccl"
-                                              ? comm::Backend::kNccl
-                                              : comm::Backend::kMpi);
+  comm::CommOptions comm_options;
+  comm_options.timeout = std::chrono::seconds(config.get_int("parallel.timeout_s"));
+  COHORT_CHECK(comm_options.timeout.count() > 0, ConfigError,
+               "parallel.timeout_s must be positive");
+  comm = comm::make_communicator(
+      session,
+      config.get_string("parallel.backend") == "nccl" ? comm::Backend::kNccl : comm::Backend::kMpi,
+      comm_options);
   data::LoaderOptions o;
   o.path = config.get_string("data.path");
   COHORT_CHECK(!o.path.empty(), ConfigError, "data.path: no training dataset given");

@@ -33,4 +33,17 @@ std::optional<std::time_t> job_end_time(const std::string& job_id);
 // Requeues the job `target` names (a job id, or "<array job>_<task>"). SlurmError on failure.
 void requeue(const std::string& target);
 
+// The restart policy in one place: requeues the job (when `act`; only rank 0 of a run should) if
+// it is a Slurm job, `allowed`, and its restart count is below `max_restarts`. The text ends a log
+// line: "requeued job 12 (restart 1/3)", "restart budget spent (3/3 restarts,
+// slurm.max_restarts): not requeueing job 12", "could not requeue job 12: ...; stopping to be
+// resumed (exit code 75)" or, outside Slurm or when not allowed, "stopping to be resumed (exit
+// code 75)".
+struct RequeueOutcome {
+  bool requeued = false;
+  std::string text;
+};
+RequeueOutcome requeue_within_budget(const JobIdentity& job, bool allowed, int max_restarts,
+                                     bool act);
+
 }  // namespace cohort::slurm
