@@ -24,3 +24,48 @@ submit_wait() {
   done
   fail "job $id did not end within 120 s"
 }
+
+# Training jobs that stop and come back (the preempt/walltime/rank-lost tests):
+# train_set: the 4096-sample dataset in $work/set.h5.
+train_set() {
+  cohort data make-synthetic --kind classification --samples 4096 --features 256 --classes 10 \
+    --seed 4 --out "$work/set.h5" >/dev/null
+}
+# run_ini NAME: an INI putting the run in $work/NAME; prints its path.
+run_ini() {
+  printf '[train]\nrun_dir = %s\n' "$work/$1" >"$work/$1.ini"
+  echo "$work/$1.ini"
+}
+# reference_run NAME SETTINGS...: the same training uninterrupted, 2 ranks under mpirun.
+reference_run() {
+  local name=$1
+  shift
+  $MPIEXEC $MPIEXEC_FLAGS -np 2 cohort train --config "$(run_ini "$name")" "$@" \
+    >"$work/$name.log" 2>&1 || fail "the uninterrupted run failed: $(cat "$work/$name.log")"
+}
+# wait_end JOB: waits until the job is COMPLETED or failed for good (a requeue passes through
+# other states); prints the final state.
+wait_end() {
+  local s=
+  for _ in $(seq 1 1500); do
+    s=$(scontrol show job "$1" 2>/dev/null | grep -o 'JobState=[A-Z_]*' | cut -d= -f2)
+    case "$s" in COMPLETED|FAILED|CANCELLED|TIMEOUT|NODE_FAIL) break ;; esac
+    sleep 0.2
+  done
+  echo "$s"
+}
+# same_final_state REF RUN STEPS: both runs' latest checkpoints are at STEPS and hold the same
+# slices (checksums), i.e. bit-identical parameters and optimizer state.
+same_final_state() {
+  /usr/bin/python3 - "$work" "$@" <<'PY'
+import json, sys
+work, ref, run, steps = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+def sums(name):
+    latest = open(f"{work}/{name}/checkpoints/latest").read().strip()
+    m = json.load(open(f"{work}/{name}/checkpoints/{latest}/manifest.json"))
+    assert m["step"] == steps, (name, m["step"], steps)
+    return {t["name"]: [s["checksum"] for s in t["slices"]] for t in m["tensors"]}
+assert sums(ref) == sums(run), f"{run} differs from the uninterrupted {ref}"
+print(f"{run}: final parameters bit-identical to the uninterrupted run")
+PY
+}

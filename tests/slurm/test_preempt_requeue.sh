@@ -8,26 +8,12 @@
 source "$(dirname "$0")/lib.sh"
 export PATH=$(dirname "$COHORT_BIN"):$PATH
 cd "$work"
-cohort data make-synthetic --kind classification --samples 4096 --features 256 --classes 10 \
-  --seed 4 --out set.h5 >/dev/null
+train_set
 settings=(--set data.path="$work/set.h5" --set data.batch_size=24 --set model.hidden=512,512
   --set optim.lr=0.05 --set train.epochs=8 --set train.seed=11 --set train.threads=1
   --set train.log_every=100 --set checkpoint.every_steps=100 --set checkpoint.keep_last=0)
-printf '[train]\nrun_dir = %s\n' "$work/ref" >ref.ini
-$MPIEXEC $MPIEXEC_FLAGS -np 2 cohort train --config ref.ini "${settings[@]}" >ref.log 2>&1 ||
-  fail "the uninterrupted run failed: $(cat ref.log)"
+reference_run ref "${settings[@]}"
 
-state_of() { scontrol show job "$1" 2>/dev/null | grep -o 'JobState=[A-Z_]*' | cut -d= -f2; }
-# wait_end JOB: until the job is COMPLETED or FAILED (a requeue passes through other states).
-wait_end() {
-  local s
-  for _ in $(seq 1 900); do
-    s=$(state_of "$1")
-    case "$s" in COMPLETED|FAILED|CANCELLED|TIMEOUT|NODE_FAIL) echo "$s"; return ;; esac
-    sleep 0.2
-  done
-  echo "still $(state_of "$1") after 180 s"
-}
 # signal_mid_run JOB RUN_DIR: once the job's first checkpoint exists, USR1 to its batch shell.
 signal_mid_run() {
   for _ in $(seq 1 600); do
@@ -38,9 +24,8 @@ signal_mid_run() {
   scancel --batch --signal=USR1 "$1"
 }
 
-printf '[train]\nrun_dir = %s\n' "$work/pre" >pre.ini
 job=$(sbatch --parsable --requeue --job-name=pre "$COHORT_SOURCE_DIR/sbatch/train.sbatch" \
-  "$work/pre.ini" "${settings[@]}")
+  "$(run_ini pre)" "${settings[@]}")
 signal_mid_run "$job" "$work/pre"
 end=$(wait_end "$job")
 out=$work/pre-$job.out
@@ -50,21 +35,10 @@ stopped=$(sed -n "s/^SIGUSR1 at step \([0-9]*\): checkpoint saved; requeued job 
 [ -n "$stopped" ] || fail "no 'SIGUSR1 at step N: checkpoint saved; requeued job $job' line"
 grep -q "restart 1$" "$out" || fail "the job did not run again with SLURM_RESTART_COUNT=1"
 grep -q "resumed from .*/step-0*$stopped " "$out" || fail "the restart did not resume from $stopped"
-/usr/bin/python3 - "$work" <<'PY'
-import json, sys
-work = sys.argv[1]
-def sums(run):
-    latest = open(f"{work}/{run}/checkpoints/latest").read().strip()
-    m = json.load(open(f"{work}/{run}/checkpoints/{latest}/manifest.json"))
-    assert m["step"] == 680, (run, m["step"])
-    return {t["name"]: [s["checksum"] for s in t["slices"]] for t in m["tensors"]}
-assert sums("ref") == sums("pre"), "the requeued and resumed run differs from the uninterrupted one"
-print("requeued run: final parameters bit-identical to the uninterrupted run")
-PY
+same_final_state ref pre 680
 
-printf '[train]\nrun_dir = %s\n' "$work/budget" >budget.ini
 job=$(sbatch --parsable --requeue --job-name=budget "$COHORT_SOURCE_DIR/sbatch/train.sbatch" \
-  "$work/budget.ini" "${settings[@]}" --set slurm.max_restarts=0)
+  "$(run_ini budget)" "${settings[@]}" --set slurm.max_restarts=0)
 signal_mid_run "$job" "$work/budget"
 end=$(wait_end "$job")
 out=$work/budget-$job.out

@@ -7,19 +7,15 @@
 source "$(dirname "$0")/lib.sh"
 export PATH=$(dirname "$COHORT_BIN"):$PATH
 cd "$work"
-cohort data make-synthetic --kind classification --samples 4096 --features 256 --classes 10 \
-  --seed 4 --out set.h5 >/dev/null
+train_set
 settings=(--set data.path="$work/set.h5" --set data.batch_size=24 --set model.hidden=512,512
   --set optim.lr=0.05 --set train.epochs=16 --set train.seed=11 --set train.threads=1
   --set train.log_every=500 --set checkpoint.every_steps=200 --set checkpoint.keep_last=0
   --set parallel.timeout_s=10)
-printf '[train]\nrun_dir = %s\n' "$work/ref" >ref.ini
-$MPIEXEC $MPIEXEC_FLAGS -np 2 cohort train --config ref.ini "${settings[@]}" >ref.log 2>&1 ||
-  fail "the uninterrupted run failed: $(cat ref.log)"
+reference_run ref "${settings[@]}"
 
-printf '[train]\nrun_dir = %s\n' "$work/lost" >lost.ini
 job=$(sbatch --parsable --requeue --job-name=lost "$COHORT_SOURCE_DIR/sbatch/train.sbatch" \
-  "$work/lost.ini" "${settings[@]}")
+  "$(run_ini lost)" "${settings[@]}")
 for _ in $(seq 1 600); do
   [ -f lost/checkpoints/latest ] && break
   sleep 0.1
@@ -27,12 +23,7 @@ done
 [ -f lost/checkpoints/latest ] || fail "job $job never checkpointed"
 pkill -KILL -n -f "^$(command -v cohort) train --config $work/lost.ini" || fail "no rank to kill"
 killed=$(date +%s)
-state=
-for _ in $(seq 1 1200); do
-  state=$(scontrol show job "$job" 2>/dev/null | grep -o 'JobState=[A-Z_]*' | cut -d= -f2)
-  case "$state" in COMPLETED|FAILED|CANCELLED|TIMEOUT|NODE_FAIL) break ;; esac
-  sleep 0.2
-done
+state=$(wait_end "$job")
 out=$work/lost-$job.out
 grep -v '^  ' "$out"
 [ "$state" = COMPLETED ] || fail "job $job ended $state"
@@ -41,15 +32,5 @@ grep -q "^step failed (exit 7[67]\|^step failed (exit 137" "$out" ||
 grep -q "^step failed (exit [0-9]*): requeued job $job (restart 1/3)$" "$out" ||
   fail "the batch script did not requeue the job"
 grep -q "^resumed from .*/checkpoints/step-" "$out" || fail "the restart did not resume"
-/usr/bin/python3 - "$work" <<'PY'
-import json, sys
-work = sys.argv[1]
-def sums(run):
-    latest = open(f"{work}/{run}/checkpoints/latest").read().strip()
-    m = json.load(open(f"{work}/{run}/checkpoints/{latest}/manifest.json"))
-    assert m["step"] == 1360, (run, m["step"])
-    return {t["name"]: [s["checksum"] for s in t["slices"]] for t in m["tensors"]}
-assert sums("ref") == sums("lost"), "the run that lost a rank differs from the uninterrupted one"
-print("lost rank: requeued, resumed, final parameters bit-identical")
-PY
+same_final_state ref lost 1360
 echo "from the kill to the end of the requeued job: $(( $(date +%s) - killed )) s"
