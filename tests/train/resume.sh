@@ -28,18 +28,22 @@ train() {  # ranks batch run_dir [--set ...]
     --set optim.momentum=0.9 --set train.epochs=4 --set train.seed=11 --set train.log_every=0 \
     --set checkpoint.every_steps=40 --set checkpoint.keep_last=0 --set train.run_dir="$dir" "$@"
 }
+# after_first_checkpoint RUN: waits for the run's first checkpoint, then a random 0-0.4 s more.
+after_first_checkpoint() {
+  for _ in $(seq 1 600); do
+    [ -f "$1/checkpoints/latest" ] && break
+    sleep 0.02
+  done
+  [ -f "$1/checkpoints/latest" ] || fail "run $1 never checkpointed"
+  sleep "0.$((RANDOM % 5))"
+}
 train 2 24 a >a.log 2>&1 || fail "run A: $(cat a.log)"
 train 2 24 s --set checkpoint.async=false >s.log 2>&1 || fail "run S: $(cat s.log)"
 
 # Run B: killed after its step-40 checkpoint, at a random moment.
 train 2 24 b >b1.log 2>&1 &
 launcher=$!
-for _ in $(seq 1 600); do
-  [ -f b/checkpoints/latest ] && break
-  sleep 0.02
-done
-[ -f b/checkpoints/latest ] || fail "run B never checkpointed"
-sleep "0.$((RANDOM % 5))"
+after_first_checkpoint b
 pkill -KILL -f "train.run_dir=b( |$)" || true
 wait "$launcher" 2>/dev/null || true
 killed_at=$(cat b/checkpoints/latest)
@@ -52,11 +56,7 @@ echo "run B killed after $killed_at, resumed from it"
 # checkpoint there (not a multiple of 40), exit 75 ("resume me"); the restart ends like run A.
 train 2 24 p >p1.log 2>&1 &
 launcher=$!
-for _ in $(seq 1 600); do
-  [ -f p/checkpoints/latest ] && break
-  sleep 0.02
-done
-sleep "0.$((RANDOM % 5))"
+after_first_checkpoint p
 pgrep -f "^$cohort train .*train.run_dir=p( |$)" | tail -1 | xargs kill -USR1
 rc=0; wait "$launcher" || rc=$?
 [ "$rc" = 75 ] || fail "run P exited $rc after SIGUSR1, not 75: $(cat p1.log)"
