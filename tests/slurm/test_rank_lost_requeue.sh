@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
-# A rank lost mid-run on the real cluster (issue 7, test b): sbatch/train.sbatch --requeue, and
-# after the first checkpoint one rank's process gets SIGKILL. The survivor stops within
-# parallel.timeout_s (its watchdog: exit 76) or on the MPI error (77); the batch script sees the
-# failed step and requeues the job through `cohort slurm requeue` (libslurm); the next run resumes
-# from the last checkpoint and finishes with parameters bit-identical to an uninterrupted run.
+# A rank lost mid-run on the real cluster (issue 7, tests b and h): sbatch/train.sbatch --requeue,
+# and after the first checkpoint one rank's process gets SIGNAL (first argument): KILL (the rank
+# is gone) or STOP (the rank hangs). The other stops within parallel.timeout_s (its watchdog:
+# exit 76) or on an MPI error (77); the batch script sees the failed step and requeues the job
+# through `cohort slurm requeue` (libslurm); Slurm's requeue kills what is left (a stopped process
+# too); the next run resumes from the last checkpoint and finishes with parameters bit-identical
+# to an uninterrupted run.
+signal=${1:-KILL}
 source "$(dirname "$0")/lib.sh"
 export PATH=$(dirname "$COHORT_BIN"):$PATH
 cd "$work"
@@ -14,17 +17,17 @@ settings=(--set data.path="$work/set.h5" --set data.batch_size=24 --set model.hi
   --set parallel.timeout_s=10)
 reference_run ref "${settings[@]}"
 
-job=$(sbatch --parsable --requeue --job-name=lost "$COHORT_SOURCE_DIR/sbatch/train.sbatch" \
+job=$(sbatch --parsable --requeue --job-name=lost-$signal "$COHORT_SOURCE_DIR/sbatch/train.sbatch" \
   "$(run_ini lost)" "${settings[@]}")
 for _ in $(seq 1 600); do
   [ -f lost/checkpoints/latest ] && break
   sleep 0.1
 done
 [ -f lost/checkpoints/latest ] || fail "job $job never checkpointed"
-pkill -KILL -n -f "^$(command -v cohort) train --config $work/lost.ini" || fail "no rank to kill"
+pkill -"$signal" -n -f "^$(command -v cohort) train --config $work/lost.ini" || fail "no rank to kill"
 killed=$(date +%s)
 state=$(wait_end "$job")
-out=$work/lost-$job.out
+out=$work/lost-$signal-$job.out
 grep -v '^  ' "$out"
 [ "$state" = COMPLETED ] || fail "job $job ended $state"
 grep -q "^step failed (exit 7[67]\|^step failed (exit 137" "$out" ||
@@ -33,4 +36,4 @@ grep -q "^step failed (exit [0-9]*): requeued job $job (restart 1/3)$" "$out" ||
   fail "the batch script did not requeue the job"
 grep -q "^resumed from .*/checkpoints/step-" "$out" || fail "the restart did not resume"
 same_final_state ref lost 1360
-echo "from the kill to the end of the requeued job: $(( $(date +%s) - killed )) s"
+echo "SIG$signal to one rank: $(( $(date +%s) - killed )) s from the signal to the end of the requeued job"
