@@ -21,6 +21,7 @@ const std::vector<Command>& commands() {
       {"ckpt", "checkpoints: list, inspect, verify, export", run_ckpt},
       {"bench", "benchmarks against a baseline in the same run: allreduce, ddp, io, ckpt",
        run_bench},
+      {"submit", "submit a training job: a script rendered from sbatch/train.sbatch", run_submit},
       {"slurm", "for batch scripts: requeue the job through libslurm (restart budget)", run_slurm},
       {"launch", "start N ranks of a command: srun in an allocation, mpirun elsewhere", run_launch},
   };

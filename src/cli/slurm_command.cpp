@@ -1,3 +1,4 @@
+// `cohort submit ...` renders a job script from sbatch/train.sbatch and submits it with sbatch.
 // `cohort slurm requeue --config FILE [--set k=v ...] [--reason TEXT]`: for batch scripts. After a
 // training step failed in a way a restart can cure (exit 76: a collective hung; 77: a rank or node
 // was lost), the script asks for the job to be requeued through libslurm under the same restart
@@ -6,11 +7,15 @@
 #include <boost/program_options.hpp>
 #include <csignal>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <iostream>
+#include <sstream>
 
 #include "cohort/env/environment.hpp"
 #include "cohort/error.hpp"
 #include "cohort/slurm/job.hpp"
+#include "cohort/slurm/submit.hpp"
 #include "cohort/train/config.hpp"
 #include "command.hpp"
 
@@ -49,7 +54,66 @@ int requeue(const std::vector<std::string>& args) {
   return outcome.requeued ? 0 : static_cast<int>(ExitCode::kResumable);
 }
 
+// The job script template: --template, else the installed one next to this executable, else the
+// source tree this binary was built from.
+std::string default_template() {
+  std::error_code error;
+  const auto exe = std::filesystem::read_symlink("/proc/self/exe", error);
+  const auto installed = exe.parent_path().parent_path() / "share/cohort/sbatch/train.sbatch";
+  if (!error && std::filesystem::exists(installed, error)) return installed.string();
+  return std::string(COHORT_SOURCE_DIR) + "/sbatch/train.sbatch";
+}
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  COHORT_CHECK(in.good(), UsageError, path, ": cannot read the job script template");
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
 }  // namespace
+
+int run_submit(const std::vector<std::string>& args, int*, char***) {
+  slurm::SubmitOptions o;
+  std::string template_path = default_template();
+  po::options_description desc("cohort submit options");
+  desc.add_options()("help,h", "show this help")("config,c", po::value(&o.config)->required(),
+                                                 "the training's INI file")(
+      "set", po::value(&o.overrides)->composing(), "override: section.key=value (repeatable)")(
+      "nodes,N", po::value(&o.nodes)->default_value(1), "nodes")(
+      "tasks-per-node", po::value(&o.tasks_per_node)->default_value(1), "ranks per node")(
+      "cpus-per-task", po::value(&o.cpus_per_task)->default_value(0), "0: the template's")(
+      "gpus-per-node", po::value(&o.gpus_per_node)->default_value(0), "0: none")(
+      "time,t", po::value(&o.time), "time limit, [D-]HH:MM:SS")(
+      "partition,p", po::value(&o.partition), "partition")(
+      "job-name,J", po::value(&o.job_name)->default_value(o.job_name), "job name")(
+      "template", po::value(&template_path), "job script template (default: sbatch/train.sbatch)")(
+      "dry-run", "print the script instead of submitting it");
+  po::variables_map vm;
+  po::store(po::command_line_parser(args).options(desc).run(), vm);
+  if (vm.count("help")) {
+    std::cout << "usage: cohort submit --config FILE [--set k=v ...] --nodes N "
+                 "--tasks-per-node T [--gpus-per-node G] [--time HH:MM:SS] [--dry-run]\n"
+              << desc;
+    return 0;
+  }
+  po::notify(vm);
+  const auto config = train::Config::load(o.config, o.overrides);  // a bad one fails here
+  o.config = std::filesystem::absolute(o.config).string();
+  const std::string script = slurm::render_job_script(read_text(template_path), o);
+  if (vm.count("dry-run")) {
+    std::cout << script;
+    return 0;
+  }
+  const std::string dir = config.get_string("train.run_dir");
+  std::filesystem::create_directories(dir);
+  const std::string path = dir + "/" + o.job_name + ".sbatch";
+  std::ofstream(path) << script;
+  const std::string job = slurm::sbatch(path);
+  std::printf("submitted job %s (script %s)\n", job.c_str(), path.c_str());
+  return 0;
+}
 
 int run_slurm(const std::vector<std::string>& args, int*, char***) {
   const std::string sub = args.empty() ? "" : args[0];
