@@ -93,8 +93,7 @@ std::string make_bench_dir(comm::Communicator& comm, const std::string& base) {
 // The model, its optimizer with state, and the trainer's checkpoint path twice (sync, async)
 // into one checkpoint directory.
 struct Setup {
-  Setup(Config sync, Config async)
-      : sync_config(std::move(sync)), async_config(std::move(async)) {}
+  Setup(Config sync, Config async) : sync_config(std::move(sync)), async_config(std::move(async)) {}
   Config sync_config, async_config;
   std::shared_ptr<Model> model;
   std::unique_ptr<torch::optim::SGD> sgd;
