@@ -17,6 +17,7 @@
 #include <filesystem>
 #include <utility>
 
+#include "ckpt/files.hpp"
 #include "cohort/ckpt/inspect.hpp"
 #include "cohort/ckpt/shard_file.hpp"
 #include "cohort/comm/factory.hpp"
@@ -58,18 +59,8 @@ double timed(comm::Communicator& comm, Body&& body) {
   return slowest(comm, seconds_since(start));
 }
 
-// Raw POSIX I/O of a buffer: the baseline the checkpoint path is compared with.
-void raw_write(const std::string& path, const void* data, std::size_t bytes) {
-  data::UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
-  COHORT_CHECK(fd.get() >= 0, IoError, path, ": cannot create: ", std::strerror(errno));
-  for (std::size_t done = 0; done < bytes;) {
-    const ssize_t n = ::write(fd.get(), static_cast<const char*>(data) + done, bytes - done);
-    COHORT_CHECK(n > 0 || errno == EINTR, IoError, path, ": write failed: ", std::strerror(errno));
-    if (n > 0) done += static_cast<std::size_t>(n);
-  }
-  COHORT_CHECK(::fsync(fd.get()) == 0, IoError, path, ": fsync failed: ", std::strerror(errno));
-}
-
+// A raw read(2) of a file: the baseline a load is compared with (the raw write is the ckpt
+// module's own write_file_synced: write(2) + fsync, nothing else).
 void raw_read(const std::string& path, void* out, std::size_t bytes) {
   data::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   COHORT_CHECK(fd.get() >= 0, IoError, path, ": cannot open: ", std::strerror(errno));
@@ -206,7 +197,9 @@ CkptBenchResult bench_ckpt(const comm::MpiSession& session, const CkptBenchOptio
   std::vector<double> writes, saves, stalls, background, during, loads, reads;
   for (int round = 0; round < o.rounds; ++round) {
     const auto* mine = static_cast<const char*>(buffer.data_ptr()) + share * comm->rank();
-    writes.push_back(timed(*comm, [&] { raw_write(raw_file(comm->rank(), round), mine, share); }));
+    writes.push_back(timed(*comm, [&] {
+      ckpt::write_file_synced(raw_file(comm->rank(), round), std::string_view(mine, share));
+    }));
     if (round > 0) std::filesystem::remove(raw_file(comm->rank(), round - 1));
     saves.push_back(timed(*comm, [&] { s->save(*s->sync); }));
     s->sync->finish();  // its retention pass (background, rank 0) must not overlap what follows
