@@ -31,6 +31,13 @@ train_set() {
   cohort data make-synthetic --kind classification --samples 4096 --features 256 --classes 10 \
     --seed 4 --out "$work/set.h5" >/dev/null
 }
+# train_settings EPOCHS CHECKPOINT_EVERY LOG_EVERY: sets `settings`, the --set options of the
+# training these tests run (2 x 24 samples per step, 85 steps per epoch), with those three values.
+train_settings() {
+  settings=(--set data.path="$work/set.h5" --set data.batch_size=24 --set model.hidden=512,512
+    --set optim.lr=0.05 --set train.epochs="$1" --set train.seed=11 --set train.threads=1
+    --set train.log_every="$3" --set checkpoint.every_steps="$2" --set checkpoint.keep_last=0)
+}
 # run_ini NAME: an INI putting the run in $work/NAME; prints its path.
 run_ini() {
   printf '[train]\nrun_dir = %s\n' "$work/$1" >"$work/$1.ini"

@@ -9,9 +9,7 @@ source "$(dirname "$0")/lib.sh"
 export PATH=$(dirname "$COHORT_BIN"):$PATH
 cd "$work"
 train_set
-settings=(--set data.path="$work/set.h5" --set data.batch_size=24 --set model.hidden=512,512
-  --set optim.lr=0.05 --set train.epochs=8 --set train.seed=11 --set train.threads=1
-  --set train.log_every=100 --set checkpoint.every_steps=100 --set checkpoint.keep_last=0)
+train_settings 8 100 100
 reference_run ref "${settings[@]}"
 
 # signal_mid_run JOB RUN_DIR: once the job's first checkpoint exists, USR1 to its batch shell.

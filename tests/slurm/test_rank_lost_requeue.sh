@@ -11,10 +11,8 @@ source "$(dirname "$0")/lib.sh"
 export PATH=$(dirname "$COHORT_BIN"):$PATH
 cd "$work"
 train_set
-settings=(--set data.path="$work/set.h5" --set data.batch_size=24 --set model.hidden=512,512
-  --set optim.lr=0.05 --set train.epochs=16 --set train.seed=11 --set train.threads=1
-  --set train.log_every=500 --set checkpoint.every_steps=200 --set checkpoint.keep_last=0
-  --set parallel.timeout_s=10)
+train_settings 16 200 500
+settings+=(--set parallel.timeout_s=10)
 reference_run ref "${settings[@]}"
 
 job=$(sbatch --parsable --requeue --job-name=lost-$signal "$COHORT_SOURCE_DIR/sbatch/train.sbatch" \
