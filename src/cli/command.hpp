@@ -23,6 +23,7 @@ int run_data(const std::vector<std::string>& args, int* argc, char*** argv);
 int run_train(const std::vector<std::string>& args, int* argc, char*** argv);
 int run_ckpt(const std::vector<std::string>& args, int* argc, char*** argv);
 int run_submit(const std::vector<std::string>& args, int* argc, char*** argv);
+int run_supervise(const std::vector<std::string>& args, int* argc, char*** argv);
 int run_slurm(const std::vector<std::string>& args, int* argc, char*** argv);
 int run_launch(const std::vector<std::string>& args, int* argc, char*** argv);
 

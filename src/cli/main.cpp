@@ -22,6 +22,8 @@ const std::vector<Command>& commands() {
       {"bench", "benchmarks against a baseline in the same run: allreduce, ddp, io, ckpt",
        run_bench},
       {"submit", "submit a training job: a script rendered from sbatch/train.sbatch", run_submit},
+      {"supervise", "a batch script's training step: signals passed on, requeue when it fails",
+       run_supervise},
       {"slurm", "for batch scripts: requeue the job through libslurm (restart budget)", run_slurm},
       {"launch", "start N ranks of a command: srun in an allocation, mpirun elsewhere", run_launch},
   };

@@ -5,7 +5,6 @@
 // policy the trainer applies to signals (slurm.requeue, slurm.max_restarts). Exit 0 when the job
 // was requeued, 75 when it was not (outside Slurm, not allowed, budget spent).
 #include <boost/program_options.hpp>
-#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -14,10 +13,10 @@
 
 #include "cohort/env/environment.hpp"
 #include "cohort/error.hpp"
-#include "cohort/slurm/job.hpp"
 #include "cohort/slurm/submit.hpp"
 #include "cohort/train/config.hpp"
 #include "command.hpp"
+#include "requeue.hpp"
 
 namespace po = boost::program_options;
 
@@ -40,18 +39,7 @@ int requeue(const std::vector<std::string>& args) {
     return 0;
   }
   po::notify(vm);
-  const auto config = train::Config::load(file, overrides);
-  const auto job = slurm::current_job(env::Environment::from_process());
-  // Slurm terminates the running job as it requeues it, this process included, possibly before
-  // the RPC returns: SIGTERM is ignored so that the outcome still gets printed (Slurm's SIGKILL
-  // follows KillWait seconds later, long after this exits).
-  std::signal(SIGTERM, SIG_IGN);
-  const auto outcome = slurm::requeue_within_budget(
-      job, config.get_bool("slurm.requeue"), static_cast<int>(config.get_int("slurm.max_restarts")),
-      /*act=*/true);
-  std::printf("%s: %s\n", reason.c_str(), outcome.text.c_str());
-  std::fflush(stdout);
-  return outcome.requeued ? 0 : static_cast<int>(ExitCode::kResumable);
+  return requeue_after_failure(train::Config::load(file, overrides), reason);
 }
 
 // The job script template: --template, else the installed one next to this executable, else the
@@ -117,6 +105,10 @@ int run_submit(const std::vector<std::string>& args, int*, char***) {
 
 int run_slurm(const std::vector<std::string>& args, int*, char***) {
   const std::string sub = args.empty() ? "" : args[0];
+  if (sub == "--help" || sub == "-h" || sub == "help") {
+    std::cout << "usage: cohort slurm requeue --config FILE [--set k=v ...] [--reason TEXT]\n";
+    return 0;
+  }
   if (sub == "requeue") return requeue({args.begin() + 1, args.end()});
   COHORT_THROW(UsageError, "cohort slurm: unknown subcommand '", sub, "' (requeue)");
 }

@@ -16,19 +16,28 @@ void throw_slurm_error(const char* call, int rc) {
   COHORT_THROW(SlurmError, call, " failed: ", slurm_strerror(code), " (", code, ")");
 }
 
-}  // namespace detail
-
-namespace {
-
-// libslurm reads slurm.conf (SLURM_CONF or its default) once per process before any call.
 void init_once() {
   static std::once_flag once;
   std::call_once(once, [] { slurm_init(nullptr); });
 }
 
-struct JobInfoFree {
-  void operator()(job_info_msg_t* msg) const noexcept { slurm_free_job_info_msg(msg); }
-};
+JobInfo load_job(const std::string& job_id) {
+  init_once();
+  char* end = nullptr;
+  const unsigned long id = std::strtoul(job_id.c_str(), &end, 10);
+  COHORT_CHECK(!job_id.empty() && end != nullptr && *end == '\0', SlurmError, "job id '", job_id,
+               "' is not a number");
+  job_info_msg_t* raw = nullptr;
+  COHORT_SLURM_CHECK(slurm_load_job(&raw, static_cast<std::uint32_t>(id), SHOW_DETAIL));
+  JobInfo info(raw);
+  COHORT_CHECK(info && info->record_count >= 1, SlurmError, "slurm_load_job(", job_id,
+               ") returned no job");
+  return info;
+}
+
+}  // namespace detail
+
+namespace {
 
 struct ArrayRespFree {
   void operator()(job_array_resp_msg_t* resp) const noexcept { slurm_free_job_array_resp(resp); }
@@ -50,16 +59,7 @@ JobIdentity current_job(const env::Environment& environment) {
 }
 
 std::optional<std::time_t> job_end_time(const std::string& job_id) {
-  init_once();
-  char* end = nullptr;
-  const unsigned long id = std::strtoul(job_id.c_str(), &end, 10);
-  COHORT_CHECK(!job_id.empty() && end != nullptr && *end == '\0', SlurmError, "job id '", job_id,
-               "' is not a number");
-  job_info_msg_t* raw = nullptr;
-  COHORT_SLURM_CHECK(slurm_load_job(&raw, static_cast<std::uint32_t>(id), SHOW_DETAIL));
-  const std::unique_ptr<job_info_msg_t, JobInfoFree> info(raw);
-  COHORT_CHECK(info && info->record_count >= 1, SlurmError, "slurm_load_job(", job_id,
-               ") returned no job");
+  const detail::JobInfo info = detail::load_job(job_id);
   const slurm_job_info_t& job = info->job_array[0];
   if (job.time_limit == INFINITE || job.time_limit == NO_VAL || job.end_time == 0) {
     return std::nullopt;
@@ -68,7 +68,7 @@ std::optional<std::time_t> job_end_time(const std::string& job_id) {
 }
 
 void requeue(const std::string& target) {
-  init_once();
+  detail::init_once();
   std::vector<char> id(target.begin(), target.end());
   id.push_back('\0');
   job_array_resp_msg_t* raw = nullptr;

@@ -6,6 +6,7 @@
 #include <slurm/slurm.h>
 #include <slurm/slurm_errno.h>
 
+#include <memory>
 #include <string>
 
 #include "cohort/error.hpp"
@@ -13,6 +14,17 @@
 namespace cohort::slurm::detail {
 
 [[noreturn]] void throw_slurm_error(const char* call, int rc);
+
+// libslurm reads slurm.conf (SLURM_CONF or its default) once per process before any call.
+void init_once();
+
+struct JobInfoFree {
+  void operator()(job_info_msg_t* msg) const noexcept { slurm_free_job_info_msg(msg); }
+};
+using JobInfo = std::unique_ptr<job_info_msg_t, JobInfoFree>;
+
+// The controller's record of job `job_id` (a number); SlurmError when it has none.
+JobInfo load_job(const std::string& job_id);
 
 }  // namespace cohort::slurm::detail
 

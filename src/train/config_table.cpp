@@ -98,6 +98,10 @@ const std::vector<KeySpec>& config_table() {
        "it (0: off)"},
       {"slurm", "max_restarts", K::kInt, "3",
        "requeue only while SLURM_RESTART_COUNT is below this; then end with a message"},
+      {"slurm", "max_excluded_nodes", K::kInt, "2",
+       "after a failed step, keep the requeued job off failed nodes, up to this many (0: never)"},
+      {"slurm", "node_failure_wait", K::kInt, "30",
+       "after a failed step, wait up to this many seconds for the controller to flag a lost node"},
   };
   return table;
 }

@@ -30,7 +30,7 @@ grep -v '^  ' "$out"
 [ "$state" = COMPLETED ] || fail "job $job ended $state"
 grep -q "^step failed (exit 7[67]\|^step failed (exit 137" "$out" ||
   fail "the step did not fail with 76, 77 or 137"
-grep -q "^step failed (exit [0-9]*): requeued job $job (restart 1/3)$" "$out" ||
+grep -q "^step failed (exit [0-9]*): requeued job $job (restart 1/3); the next run resumes from step-" "$out" ||
   fail "the batch script did not requeue the job"
 grep -q "^resumed from .*/checkpoints/step-" "$out" || fail "the restart did not resume"
 same_final_state ref lost 1360

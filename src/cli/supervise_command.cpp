@@ -1,0 +1,121 @@
+// `cohort supervise --config FILE [--set k=v ...] [-n N]`: the whole body of a self-requeueing
+// batch script. Starts the training step (`cohort train` on N ranks through srun, or mpirun
+// outside Slurm), passes the signals the batch shell receives (`#SBATCH --signal=B:USR1@N`,
+// Slurm's SIGTERM, Ctrl-C) on to it, and when the step failed in a way a restart can cure
+// (76 watchdog, 77 peer lost, 137 killed) requeues the job with requeue_after_failure(). Exit
+// code: the step's, or 0 after a requeue.
+//
+// Signals are blocked before the fork and taken with sigwaitinfo(), SIGCHLD included, so that
+// none is lost between "the step still runs" and "forward this one"; the child unblocks them
+// before exec.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <boost/program_options.hpp>
+#include <cerrno>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <iostream>
+
+#include "cohort/env/environment.hpp"
+#include "cohort/env/launch.hpp"
+#include "cohort/env/system_info.hpp"
+#include "cohort/error.hpp"
+#include "cohort/train/config.hpp"
+#include "command.hpp"
+#include "requeue.hpp"
+
+namespace po = boost::program_options;
+
+namespace cohort::cli {
+namespace {
+
+constexpr int kForwarded[] = {SIGUSR1, SIGUSR2, SIGTERM, SIGINT, SIGHUP, SIGXCPU};
+
+// The launcher's argv for `<this executable> train --config FILE --set ...` on `ranks` ranks.
+std::vector<std::string> step_argv(const std::string& file, const std::vector<std::string>& sets,
+                                   int ranks) {
+  char self[4096];
+  const ssize_t length = readlink("/proc/self/exe", self, sizeof(self) - 1);
+  COHORT_CHECK(length > 0, EnvironmentError, "cannot read /proc/self/exe: ", std::strerror(errno));
+  env::LaunchOptions launch;
+  launch.ranks = ranks;
+  launch.running_as_root = geteuid() == 0;
+  launch.cores = env::online_cpus();
+  launch.command = {std::string(self, static_cast<std::size_t>(length)), "train", "--config", file};
+  for (const auto& set : sets) launch.command.insert(launch.command.end(), {"--set", set});
+  return env::launch_argv(env::detect(env::Environment::from_process()), launch);
+}
+
+// Runs argv with the forwarded signals passed on; returns its exit code (128 + signal if killed).
+int run_forwarding(const std::vector<std::string>& argv) {
+  sigset_t set, previous;
+  sigemptyset(&set);
+  for (const int signal : kForwarded) sigaddset(&set, signal);
+  sigaddset(&set, SIGCHLD);
+  COHORT_CHECK(sigprocmask(SIG_BLOCK, &set, &previous) == 0, EnvironmentError,
+               "sigprocmask failed: ", std::strerror(errno));
+  std::fflush(nullptr);
+  const pid_t child = fork();
+  COHORT_CHECK(child >= 0, EnvironmentError, "fork failed: ", std::strerror(errno));
+  if (child == 0) {
+    sigprocmask(SIG_SETMASK, &previous, nullptr);
+    std::vector<char*> c_argv;
+    for (const auto& word : argv) c_argv.push_back(const_cast<char*>(word.c_str()));
+    c_argv.push_back(nullptr);
+    execvp(c_argv[0], c_argv.data());
+    std::fprintf(stderr, "cohort: error: supervise: cannot run %s: %s\n", c_argv[0],
+                 std::strerror(errno));
+    std::_Exit(127);
+  }
+  int status = 0;
+  while (true) {
+    siginfo_t info{};
+    if (sigwaitinfo(&set, &info) < 0) continue;  // EINTR
+    if (info.si_signo != SIGCHLD) {
+      kill(child, info.si_signo);  // the step may have ended just now: nothing to forward to
+      continue;
+    }
+    const pid_t done = waitpid(child, &status, WNOHANG);
+    if (done == child) break;
+  }
+  sigprocmask(SIG_SETMASK, &previous, nullptr);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+}  // namespace
+
+int run_supervise(const std::vector<std::string>& args, int*, char***) {
+  std::string file;
+  std::vector<std::string> overrides;
+  int ranks = 0;
+  po::options_description desc("cohort supervise options");
+  desc.add_options()("help,h", "show this help")("config,c", po::value(&file)->required(),
+                                                 "the training's INI file")(
+      "set", po::value(&overrides)->composing(), "override: section.key=value (repeatable)")(
+      "ranks,n", po::value(&ranks)->default_value(0), "ranks (0: SLURM_NTASKS, else 1)");
+  po::variables_map vm;
+  po::store(po::command_line_parser(args).options(desc).run(), vm);
+  if (vm.count("help")) {
+    std::cout << "usage: cohort supervise --config FILE [--set k=v ...] [-n N]\n" << desc;
+    return 0;
+  }
+  po::notify(vm);
+  const auto config = train::Config::load(file, overrides);  // a bad one fails before the step
+  if (ranks <= 0) {
+    ranks = static_cast<int>(env::Environment::from_process().get_int("SLURM_NTASKS").value_or(1));
+  }
+  const int rc = run_forwarding(step_argv(file, overrides, ranks));
+  std::printf("cohort-train: step ended with exit code %d\n", rc);
+  std::fflush(stdout);
+  if (rc == static_cast<int>(ExitCode::kWatchdog) || rc == static_cast<int>(ExitCode::kPeerLost) ||
+      rc == 128 + SIGKILL) {
+    const int requeued =
+        requeue_after_failure(config, "step failed (exit " + std::to_string(rc) + ")");
+    if (requeued == 0) return 0;
+  }
+  return rc;
+}
+
+}  // namespace cohort::cli
