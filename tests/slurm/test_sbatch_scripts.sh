@@ -18,3 +18,30 @@ out=$work/cohort-stage-$job.out
 cat "$out"
 grep -q "staged to /tmp/cohort-$job/set on 2 node(s)" "$out" || fail "no staging line in $out"
 [ "$(grep -c 'samples dataset' "$out")" = 2 ] || fail "expected the dataset read on 2 nodes"
+
+# sbatch/sweep.sbatch: a job array of two tasks, each training with its own optim.lr in its own run
+# directory, one log per rank.
+train_set
+printf '[data]\npath = %s\nbatch_size = 32\n[model]\nhidden = 64\n[train]\nepochs = 2\nseed = 3\nthreads = 1\n[checkpoint]\nevery_steps = 50\n' \
+  "$work/set.h5" >"$work/sweep.ini"
+job=$(sbatch --parsable --array=0-1 --export=ALL,COHORT_SWEEP_DIR="$work/sweeps" \
+  "$COHORT_SOURCE_DIR/sbatch/sweep.sbatch" "$work/sweep.ini" optim.lr 0.2 0.02)
+for task in 0 1; do
+  state=$(wait_end "${job}_$task")
+  cat "$work/cohort-sweep-${job}_$task.out"
+  [ "$state" = COMPLETED ] || fail "array task $task ended $state"
+done
+for pair in 0:0.2 1:0.02; do
+  task=${pair%%:*} lr=${pair#*:}
+  run=$work/sweeps/$job/optim.lr=$lr
+  grep -qx "cohort-sweep: task $task of job $job: optim.lr=$lr in $run, restart 0" \
+    "$work/cohort-sweep-${job}_$task.out" || fail "task $task did not say its value"
+  "$COHORT_BIN" ckpt inspect "$run/checkpoints" --json |
+    /usr/bin/python3 -c 'import json,sys; m=json.load(sys.stdin); assert m["step"] == 128, m["step"]' ||
+    fail "task $task did not reach its last step in $run"
+  grep -qx "lr = $lr" "$run/config.resolved.ini" || fail "the run in $run did not use optim.lr = $lr"
+  grep -q "^done: 128 steps" "$work/cohort-sweep-${job}_$task-0.log" ||
+    fail "rank 0's log cohort-sweep-${job}_$task-0.log does not hold the run's end"
+  [ -f "$work/cohort-sweep-${job}_$task-1.log" ] || fail "no log for rank 1 of task $task"
+done
+echo "sweep: 2 array tasks, each with its own optim.lr, run directory and per-rank logs"

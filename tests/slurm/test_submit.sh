@@ -18,6 +18,14 @@ for line in '#SBATCH --nodes=2' '#SBATCH --ntasks-per-node=1' '#SBATCH --time=00
   grep -qxF -- "$line" script.sbatch || fail "no '$line' in the rendered script"
 done
 bash -n script.sbatch || fail "the rendered script does not parse"
+# The GPU script renders too (it cannot run here: the test cluster has no GPUs).
+cohort submit --config run.ini --template "$COHORT_SOURCE_DIR/sbatch/train-gpu.sbatch" --nodes 4 \
+  --tasks-per-node 8 --gpus-per-node 8 --dry-run >gpu.sbatch || fail "GPU dry run failed"
+for line in '#SBATCH --nodes=4' '#SBATCH --ntasks-per-node=8' '#SBATCH --gpus-per-node=8' \
+  '#SBATCH --requeue' '#SBATCH --open-mode=append' 'export SLURM_STDOUTMODE=%x-%j-%t.log SLURM_OPEN_MODE=append'; do
+  grep -qxF -- "$line" gpu.sbatch || fail "no '$line' in the rendered GPU script"
+done
+bash -n gpu.sbatch || fail "the rendered GPU script does not parse"
 args_line=$(grep '^set -- ' script.sbatch)
 mapfile -t words < <(bash -c "$args_line
 printf '%s\n' \"\$@\"")
