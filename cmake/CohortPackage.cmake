@@ -23,13 +23,15 @@ install(FILES ${PROJECT_BINARY_DIR}/CohortConfig.cmake ${PROJECT_BINARY_DIR}/Coh
 
 # Modulefiles (Lmod and Tcl) and the docs. The modulefiles are generated at install time so that
 # `cmake --install --prefix P` puts P in them.
-install(DIRECTORY docs/ DESTINATION ${CMAKE_INSTALL_DOCDIR})
+install(DIRECTORY docs/ DESTINATION ${CMAKE_INSTALL_DOCDIR} PATTERN man EXCLUDE)
+install(FILES docs/man/cohort.1 DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)
 install(DIRECTORY sbatch/ DESTINATION ${CMAKE_INSTALL_DATADIR}/cohort/sbatch USE_SOURCE_PERMISSIONS)
 install(DIRECTORY examples/ DESTINATION ${CMAKE_INSTALL_DATADIR}/cohort/examples USE_SOURCE_PERMISSIONS)
 install(CODE "
   set(PROJECT_VERSION ${PROJECT_VERSION})
   set(CMAKE_INSTALL_BINDIR ${CMAKE_INSTALL_BINDIR})
   set(CMAKE_INSTALL_LIBDIR ${CMAKE_INSTALL_LIBDIR})
+  set(CMAKE_INSTALL_MANDIR ${CMAKE_INSTALL_MANDIR})
   set(COHORT_DOC_DIR \${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_DOCDIR})
   set(_dir \$ENV{DESTDIR}\${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_DATADIR}/modulefiles/cohort)
   configure_file(${PROJECT_SOURCE_DIR}/modules/cohort.lua.in \${_dir}/${PROJECT_VERSION}.lua @ONLY)
