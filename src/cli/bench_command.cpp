@@ -271,6 +271,11 @@ int bench_ckpt(const std::vector<std::string>& args, int* argc, char*** argv) {
 
 int run_bench(const std::vector<std::string>& args, int* argc, char*** argv) {
   const std::string what = args.empty() ? "" : args.front();
+  if (what == "--help" || what == "-h" || what == "help") {
+    std::cout << "usage: cohort bench <allreduce|ddp|io|ckpt> [options] [--json]\n       cohort "
+                 "bench <benchmark> --help\n";
+    return 0;
+  }
   const std::vector<std::string> rest(args.begin() + (args.empty() ? 0 : 1), args.end());
   if (what == "allreduce") return bench_allreduce(rest, argc, argv);
   if (what == "ddp") return bench_ddp(rest, argc, argv);

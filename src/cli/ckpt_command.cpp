@@ -178,6 +178,11 @@ int export_files(const std::vector<std::string>& args) {
 
 int run_ckpt(const std::vector<std::string>& args, int*, char***) {
   const std::string sub = args.empty() ? "" : args[0];
+  if (sub == "--help" || sub == "-h" || sub == "help") {
+    std::cout << "usage: cohort ckpt <list|inspect|verify|export> PATH [options]\n       cohort "
+                 "ckpt <subcommand> --help\n";
+    return 0;
+  }
   const std::vector<std::string> rest(args.begin() + (args.empty() ? 0 : 1), args.end());
   if (sub == "list") return list(rest);
   if (sub == "inspect") return inspect(rest);

@@ -19,6 +19,14 @@ check "PMIX_RANK=1" $step SLURM_PROCID=0 PMIX_RANK=1
 check "SLURM_STEP_NODELIST='n\[1-2'" SLURM_JOB_ID=9 SLURM_STEP_ID=0 'SLURM_STEP_NODELIST=n[1-2' SLURM_PROCID=0 SLURM_NODEID=0 SLURM_LOCALID=0 SLURM_NTASKS=1
 check "OMPI_COMM_WORLD_SIZE" OMPI_COMM_WORLD_RANK=0
 check "WORLD_SIZE" RANK=3
+# torchrun-style processes started apart are each a world of one: `cohort train` refuses to
+# train them alone (it would write one run directory from several unrelated worlds).
+err=$(env -i PATH="$PATH" RANK=0 WORLD_SIZE=2 MASTER_ADDR=localhost MASTER_PORT=29500 \
+  "$bin" train --config /dev/null 2>&1 >/dev/null); rc=$?
+[ "$rc" = 2 ] || { echo "FAIL: torchrun-style WORLD_SIZE=2 alone -> exit $rc: $err"; exit 1; }
+echo "$err" | grep -q "^cohort: error: WORLD_SIZE=2 (torchrun) but MPI started this process as a world of 1" ||
+  { echo "FAIL: torchrun-style WORLD_SIZE=2 alone -> '$err'"; exit 1; }
+echo "ok: RANK=0 WORLD_SIZE=2 cohort train -> $(echo "$err" | tail -1)"
 # A bad option is a usage error too.
 out=$("$bin" env --no-such-option 2>&1); rc=$?
 [ "$rc" = 2 ] || { echo "FAIL: unknown option -> exit $rc: $out"; exit 1; }
