@@ -8,7 +8,7 @@
 #include <sstream>
 
 #include "cohort/error.hpp"
-#include "data/unique_fd.hpp"
+#include "common/unique_fd.hpp"
 
 namespace cohort::ckpt {
 namespace {
@@ -24,7 +24,7 @@ const std::map<c10::ScalarType, std::string>& dtype_names() {
 }  // namespace
 
 void write_file_synced(const std::string& path, std::string_view text) {
-  data::UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+  UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
   COHORT_CHECK(fd.get() >= 0, IoError, path, ": cannot create: ", std::strerror(errno));
   std::size_t done = 0;
   while (done < text.size()) {
@@ -36,13 +36,13 @@ void write_file_synced(const std::string& path, std::string_view text) {
 }
 
 void fsync_file(const std::string& path) {
-  data::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   COHORT_CHECK(fd.get() >= 0, IoError, path, ": cannot reopen to fsync: ", std::strerror(errno));
   COHORT_CHECK(::fsync(fd.get()) == 0, IoError, path, ": fsync failed: ", std::strerror(errno));
 }
 
 void fsync_directory(const std::string& path) {
-  data::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   COHORT_CHECK(fd.get() >= 0, IoError, path, ": cannot open directory: ", std::strerror(errno));
   COHORT_CHECK(::fsync(fd.get()) == 0, IoError, path, ": fsync failed: ", std::strerror(errno));
 }

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "cohort/error.hpp"
-#include "data/unique_fd.hpp"
+#include "common/unique_fd.hpp"
 
 namespace cohort::data {
 namespace {

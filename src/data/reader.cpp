@@ -9,11 +9,11 @@
 #include <optional>
 
 #include "cohort/error.hpp"
+#include "common/unique_fd.hpp"
 #include "data/convert.hpp"
 #include "data/h5/file.hpp"
 #include "data/h5/mpio.hpp"
 #include "data/h5/row_locator.hpp"
-#include "data/unique_fd.hpp"
 
 namespace cohort::data {
 namespace {

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "cohort/error.hpp"
+#include "common/unique_fd.hpp"
 
 namespace cohort::slurm {
 namespace {
@@ -41,25 +42,6 @@ std::vector<std::pair<std::string, std::string>> directives(const SubmitOptions&
   }
   return d;
 }
-
-// Closes a descriptor when it goes out of scope.
-class Fd {
- public:
-  explicit Fd(int fd = -1) : fd_(fd) {}
-  ~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  int get() const { return fd_; }
-  void reset() {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = -1;
-  }
-
- private:
-  int fd_;
-};
 
 }  // namespace
 
@@ -112,7 +94,7 @@ std::string render_job_script(const std::string& template_text, const SubmitOpti
 std::string sbatch(const std::string& script_path) {
   std::array<int, 2> ends{};
   COHORT_CHECK(::pipe(ends.data()) == 0, SlurmError, "cohort submit: pipe() failed");
-  Fd read_end(ends[0]), write_end(ends[1]);
+  UniqueFd read_end(ends[0]), write_end(ends[1]);
   const pid_t child = ::fork();
   COHORT_CHECK(child >= 0, SlurmError, "cohort submit: fork() failed");
   if (child == 0) {  // only async-signal-safe calls until exec

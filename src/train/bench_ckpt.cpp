@@ -25,7 +25,7 @@
 #include "cohort/error.hpp"
 #include "cohort/train/config.hpp"
 #include "cohort/train/model.hpp"
-#include "data/unique_fd.hpp"
+#include "common/unique_fd.hpp"
 #include "train/checkpointing.hpp"
 
 namespace cohort::train {
@@ -62,7 +62,7 @@ double timed(comm::Communicator& comm, Body&& body) {
 // A raw read(2) of a file: the baseline a load is compared with (the raw write is the ckpt
 // module's own write_file_synced: write(2) + fsync, nothing else).
 void raw_read(const std::string& path, void* out, std::size_t bytes) {
-  data::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   COHORT_CHECK(fd.get() >= 0, IoError, path, ": cannot open: ", std::strerror(errno));
   for (std::size_t done = 0; done < bytes;) {
     const ssize_t n = ::read(fd.get(), static_cast<char*>(out) + done, bytes - done);

@@ -16,7 +16,7 @@
 #include "cohort/data/checksum.hpp"
 #include "cohort/data/tools.hpp"
 #include "cohort/error.hpp"
-#include "data/unique_fd.hpp"
+#include "common/unique_fd.hpp"
 
 extern char** environ;
 

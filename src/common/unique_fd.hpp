@@ -1,5 +1,5 @@
-// UniqueFd: owns one POSIX file descriptor and closes it on destruction (never throws).
-// open_read_only() throws IoError naming the file. Move-only.
+// UniqueFd, for every module that holds descriptors: owns one POSIX file descriptor and closes
+// it on destruction (never throws). open_read_only() throws IoError naming the file. Move-only.
 #pragma once
 
 #include <fcntl.h>
@@ -12,7 +12,7 @@
 
 #include "cohort/error.hpp"
 
-namespace cohort::data {
+namespace cohort {
 
 class UniqueFd {
  public:
@@ -46,4 +46,4 @@ class UniqueFd {
   int fd_ = -1;
 };
 
-}  // namespace cohort::data
+}  // namespace cohort
