@@ -38,16 +38,6 @@ int run_train(const std::vector<std::string>& args, int* argc, char*** argv) {
   comm::tune_allocator(config.get_bool("train.malloc_tuning"));  // before anything allocates much
   const auto topology = env::detect(env::Environment::from_process());  // before MPI_Init
   comm::MpiSession session(argc, argv);
-  // Processes started one by one with torchrun-style variables (torchrun, Kubernetes pods) are
-  // each an MPI world of their own: training them apart would be wrong, so say it and stop.
-  const bool torchrun_style = topology.launcher == env::Launcher::kTorchrun ||
-                              topology.launcher == env::Launcher::kIndexedJob;
-  COHORT_CHECK(!torchrun_style || topology.world_size == session.size(), EnvironmentError,
-               "WORLD_SIZE=", topology.world_size, " (", env::to_string(topology.launcher),
-               ") but MPI started this process as a world of ", session.size(),
-               ": start the ranks with srun or mpirun (cohort launch -n ", topology.world_size,
-               " -- cohort train ...); one world across separately started processes is not "
-               "supported");
   train::Trainer trainer(config, session, env::to_string(topology.launcher));
   const auto s = trainer.run(vm.count("json") ? stderr : stdout);
   // Stopped by a signal after its checkpoint: every rank says "resume me" (75), so that srun's

@@ -17,8 +17,10 @@ bool backend_compiled(Backend backend) { return backend == Backend::kMpi || nccl
 
 std::unique_ptr<Communicator> make_communicator(const MpiSession& session, Backend backend,
                                                 CommOptions options) {
-  // MPI_Abort ends every rank of the job (mpirun and srun both propagate the code).
-  auto watchdog = std::make_shared<Watchdog>([](int code) { MPI_Abort(MPI_COMM_WORLD, code); });
+  // MPI_Abort on the session's world ends every rank (mpirun and srun both propagate the code;
+  // a rendezvous' world spans processes MPI_COMM_WORLD does not).
+  MPI_Comm world = session_impl(session).world;
+  auto watchdog = std::make_shared<Watchdog>([world](int code) { MPI_Abort(world, code); });
   if (backend == Backend::kNccl) return nccl::make_communicator(session, options, watchdog);
   MPI_Comm comm = MPI_COMM_NULL;
   COHORT_MPI_CHECK(MPI_Comm_dup(session_impl(session).world, &comm));

@@ -19,14 +19,21 @@ check "PMIX_RANK=1" $step SLURM_PROCID=0 PMIX_RANK=1
 check "SLURM_STEP_NODELIST='n\[1-2'" SLURM_JOB_ID=9 SLURM_STEP_ID=0 'SLURM_STEP_NODELIST=n[1-2' SLURM_PROCID=0 SLURM_NODEID=0 SLURM_LOCALID=0 SLURM_NTASKS=1
 check "OMPI_COMM_WORLD_SIZE" OMPI_COMM_WORLD_RANK=0
 check "WORLD_SIZE" RANK=3
-# torchrun-style processes started apart are each a world of one: `cohort train` refuses to
-# train them alone (it would write one run directory from several unrelated worlds).
-err=$(env -i PATH="$PATH" RANK=0 WORLD_SIZE=2 MASTER_ADDR=localhost MASTER_PORT=29500 \
-  "$bin" train --config /dev/null 2>&1 >/dev/null); rc=$?
-[ "$rc" = 2 ] || { echo "FAIL: torchrun-style WORLD_SIZE=2 alone -> exit $rc: $err"; exit 1; }
-echo "$err" | grep -q "^cohort: error: WORLD_SIZE=2 (torchrun) but MPI started this process as a world of 1" ||
-  { echo "FAIL: torchrun-style WORLD_SIZE=2 alone -> '$err'"; exit 1; }
-echo "ok: RANK=0 WORLD_SIZE=2 cohort train -> $(echo "$err" | tail -1)"
+# torchrun-style processes started apart meet at MASTER_ADDR:MASTER_PORT: without it, or when
+# rank 0 never comes (COHORT_RENDEZVOUS_TIMEOUT_S), one line and a non-zero exit, no hang.
+torchrun_check() {
+  local want_rc=$1 want=$2; shift 2
+  local err rc
+  err=$(env -i PATH="$PATH" "$@" timeout 60 "$bin" env 2>&1 >/dev/null); rc=$?
+  [ "$rc" = "$want_rc" ] || { echo "FAIL: $* -> exit $rc (want $want_rc): $err"; exit 1; }
+  echo "$err" | grep -q "^cohort: error: .*$want" || { echo "FAIL: $* -> '$err' lacks '$want'"; exit 1; }
+  echo "ok: $* -> $(echo "$err" | grep '^cohort: error' | tail -1)"
+}
+torchrun_check 2 "needs MASTER_ADDR and MASTER_PORT" RANK=1 WORLD_SIZE=2
+torchrun_check 77 "cannot reach rank 0 at MASTER_ADDR=127.0.0.1 MASTER_PORT=9" RANK=1 WORLD_SIZE=2 \
+  MASTER_ADDR=127.0.0.1 MASTER_PORT=9 COHORT_RENDEZVOUS_TIMEOUT_S=2
+torchrun_check 2 "COHORT_RENDEZVOUS_TIMEOUT_S='x'" RANK=1 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 \
+  MASTER_PORT=9 COHORT_RENDEZVOUS_TIMEOUT_S=x
 # A bad option is a usage error too.
 out=$("$bin" env --no-such-option 2>&1); rc=$?
 [ "$rc" = 2 ] || { echo "FAIL: unknown option -> exit $rc: $out"; exit 1; }

@@ -1,19 +1,52 @@
 #include "cohort/comm/mpi_session.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <array>
+#include <cstring>
 #include <map>
 #include <set>
 
 #include "cohort/comm/allocator.hpp"
+#include "cohort/env/environment.hpp"
 #include "mpi_check.hpp"
 #include "mpi_session_impl.hpp"
 
 namespace cohort::comm {
+namespace {
+
+// Processes joined by a rendezvous are separate MPI jobs, which MPI_Comm_split_type(SHARED) keeps
+// apart even on one host: group them by host name instead.
+MPI_Comm split_by_host(MPI_Comm world, int rank, int size) {
+  constexpr int kName = 256;
+  std::array<char, kName> mine{};
+  ::gethostname(mine.data(), kName - 1);
+  std::vector<char> all(static_cast<std::size_t>(size) * kName);
+  COHORT_MPI_CHECK(MPI_Allgather(mine.data(), kName, MPI_CHAR, all.data(), kName, MPI_CHAR, world));
+  int color = rank;
+  for (int r = 0; r < size; ++r) {
+    if (std::strncmp(&all[static_cast<std::size_t>(r) * kName], mine.data(), kName) == 0) {
+      color = r;  // the first rank on this host names the group
+      break;
+    }
+  }
+  MPI_Comm node = MPI_COMM_NULL;
+  COHORT_MPI_CHECK(MPI_Comm_split(world, color, rank, &node));
+  return node;
+}
+
+}  // namespace
 
 MpiSession::MpiSession(int* argc, char*** argv) : impl_(std::make_unique<Impl>()) {
   tune_allocator();  // before MPI and torch allocate their large buffers
   int initialized = 0;
   COHORT_MPI_CHECK(MPI_Initialized(&initialized));
+  const auto topology = env::detect(env::Environment::from_process());
+  if (!initialized && Rendezvous::needed(topology)) {
+    impl_->rendezvous = std::make_unique<Rendezvous>(topology);
+    impl_->rendezvous->prepare();
+  }
   if (!initialized) {
     int provided = MPI_THREAD_SINGLE;
     COHORT_MPI_CHECK(MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided));
@@ -27,12 +60,20 @@ MpiSession::MpiSession(int* argc, char*** argv) : impl_(std::make_unique<Impl>()
     }
   }
   COHORT_MPI_CHECK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
-  COHORT_MPI_CHECK(MPI_Comm_dup(MPI_COMM_WORLD, &impl_->world));
+  if (impl_->rendezvous) {
+    impl_->world = impl_->rendezvous->join();
+  } else {
+    COHORT_MPI_CHECK(MPI_Comm_dup(MPI_COMM_WORLD, &impl_->world));
+  }
   COHORT_MPI_CHECK(MPI_Comm_set_errhandler(impl_->world, MPI_ERRORS_RETURN));
   COHORT_MPI_CHECK(MPI_Comm_rank(impl_->world, &impl_->rank));
   COHORT_MPI_CHECK(MPI_Comm_size(impl_->world, &impl_->size));
-  COHORT_MPI_CHECK(MPI_Comm_split_type(impl_->world, MPI_COMM_TYPE_SHARED, impl_->rank,
-                                       MPI_INFO_NULL, &impl_->node));
+  if (impl_->rendezvous) {
+    impl_->node = split_by_host(impl_->world, impl_->rank, impl_->size);
+  } else {
+    COHORT_MPI_CHECK(MPI_Comm_split_type(impl_->world, MPI_COMM_TYPE_SHARED, impl_->rank,
+                                         MPI_INFO_NULL, &impl_->node));
+  }
   COHORT_MPI_CHECK(MPI_Comm_set_errhandler(impl_->node, MPI_ERRORS_RETURN));
   COHORT_MPI_CHECK(MPI_Comm_rank(impl_->node, &impl_->node_rank));
   COHORT_MPI_CHECK(MPI_Comm_size(impl_->node, &impl_->node_size));
@@ -45,6 +86,7 @@ MpiSession::~MpiSession() {
   int finalized = 0;
   MPI_Finalized(&finalized);
   if (impl_->owns_mpi && !finalized) MPI_Finalize();
+  impl_->rendezvous.reset();  // stops ompi-server, which the finalize may still have needed
 }
 
 int MpiSession::rank() const { return impl_->rank; }

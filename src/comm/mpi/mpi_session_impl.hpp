@@ -3,13 +3,17 @@
 
 #include <mpi.h>
 
+#include <memory>
+
 #include "cohort/comm/mpi_session.hpp"
+#include "rendezvous.hpp"
 
 namespace cohort::comm {
 
 struct MpiSession::Impl {
   bool owns_mpi = false;
-  MPI_Comm world = MPI_COMM_NULL;  // Cohort's duplicate of MPI_COMM_WORLD
+  std::unique_ptr<Rendezvous> rendezvous;  // processes started apart (torchrun style)
+  MPI_Comm world = MPI_COMM_NULL;  // a duplicate of MPI_COMM_WORLD, or the rendezvous' world
   MPI_Comm node = MPI_COMM_NULL;   // ranks sharing memory with this one
   int rank = 0;
   int size = 1;
