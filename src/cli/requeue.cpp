@@ -4,6 +4,9 @@
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <optional>
 
 #include "cohort/ckpt/inspect.hpp"
 #include "cohort/env/environment.hpp"
@@ -77,6 +80,26 @@ std::string exclude(const train::Config& config, const std::string& job_id,
   return text;
 }
 
+// The last step rank 0 recorded in <train.run_dir>/metrics.jsonl (one record per step), i.e. where
+// the run stopped; nullopt when there is none. Reads only the file's tail.
+std::optional<std::int64_t> last_step(const train::Config& config) {
+  std::ifstream in(config.get_string("train.run_dir") + "/metrics.jsonl", std::ios::binary);
+  if (!in) return std::nullopt;
+  in.seekg(0, std::ios::end);
+  const std::streamoff size = in.tellg();
+  constexpr std::streamoff kTail = 64 * 1024;
+  in.seekg(size > kTail ? size - kTail : 0);
+  std::optional<std::int64_t> step;
+  for (std::string line; std::getline(in, line);) {
+    const auto record = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (record.is_object() && record.value("event", "") == "step" && record.contains("step") &&
+        record["step"].is_number_integer()) {
+      step = record["step"].get<std::int64_t>();
+    }
+  }
+  return step;
+}
+
 // "; the next run resumes from step-00000300" when the run has a checkpoint.
 std::string resume_point(const train::Config& config) {
   std::string dir = config.get_string("checkpoint.dir");
@@ -103,8 +126,10 @@ int requeue_after_failure(const train::Config& config, const std::string& reason
   const bool would = slurm::requeue_within_budget(job, allowed, budget, /*act=*/false).requeued;
   const auto failed = would ? failed_nodes(config, environment) : std::vector<slurm::FailedNode>{};
   std::string line = reason + ": ";
+  const auto step = last_step(config);
+  const std::string at = step ? " at step " + std::to_string(*step) : "";
   for (const auto& node : failed) {
-    line += ranks_on(node.name, environment) + " lost (" + node.problem + "); ";
+    line += ranks_on(node.name, environment) + " lost" + at + " (" + node.problem + "); ";
   }
   // Slurm terminates the running job as it requeues it, this process included, possibly before
   // the RPC returns: SIGTERM is ignored so that the exclusion and the outcome still happen
