@@ -18,7 +18,6 @@
 #include <mpi.h>
 
 #include <chrono>
-#include <memory>
 #include <string>
 
 #include "cohort/env/topology.hpp"
