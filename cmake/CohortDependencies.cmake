@@ -48,6 +48,12 @@ if(PkgConfig_FOUND)
 endif()
 cohort_require(XXHASH_FOUND "xxHash" "libxxhash-dev")
 
+# prometheus-cpp (pull: the /metrics endpoint, over civetweb, in cohort-exporter).
+find_package(prometheus-cpp QUIET CONFIG)
+cohort_require(prometheus-cpp_FOUND "prometheus-cpp" "prometheus-cpp-dev")
+find_package(civetweb QUIET CONFIG)
+cohort_require(civetweb_FOUND "civetweb" "libcivetweb-dev")
+
 # NCCL + CUDA: AUTO turns the backend on when both are found.
 set(COHORT_HAVE_NCCL OFF)
 if(NOT COHORT_WITH_NCCL STREQUAL "OFF")

@@ -25,6 +25,8 @@ int run_ckpt(const std::vector<std::string>& args, int* argc, char*** argv);
 int run_submit(const std::vector<std::string>& args, int* argc, char*** argv);
 int run_supervise(const std::vector<std::string>& args, int* argc, char*** argv);
 int run_slurm(const std::vector<std::string>& args, int* argc, char*** argv);
+int run_report(const std::vector<std::string>& args, int* argc, char*** argv);
+int run_top(const std::vector<std::string>& args, int* argc, char*** argv);
 int run_launch(const std::vector<std::string>& args, int* argc, char*** argv);
 
 }  // namespace cohort::cli

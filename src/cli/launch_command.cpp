@@ -47,6 +47,9 @@ int run_launch(const std::vector<std::string>& args, int* /*argc*/, char*** /*ar
   std::vector<char*> c_argv;
   for (const auto& word : argv) c_argv.push_back(const_cast<char*>(word.c_str()));
   c_argv.push_back(nullptr);
+  // Ranks under mpirun write to a pseudo-terminal whatever mpirun's own output is: tell the
+  // monitor's console (docs/monitoring.md) what the user's is.
+  setenv("COHORT_STDOUT_TTY", isatty(STDOUT_FILENO) ? "1" : "0", 0);
   execvp(c_argv[0], c_argv.data());
   COHORT_THROW(UsageError, "cohort launch: cannot run ", argv[0], ": ", std::strerror(errno));
 }

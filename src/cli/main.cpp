@@ -25,6 +25,8 @@ const std::vector<Command>& commands() {
       {"supervise", "a batch script's training step: signals passed on, requeue when it fails",
        run_supervise},
       {"slurm", "for batch scripts: requeue the job through libslurm (restart budget)", run_slurm},
+      {"report", "write a run's HTML report (charts, events, diagnosis)", run_report},
+      {"top", "follow a running job's metrics live in the terminal", run_top},
       {"launch", "start N ranks of a command: srun in an allocation, mpirun elsewhere", run_launch},
   };
   return table;

@@ -12,6 +12,7 @@
 #include "cohort/env/environment.hpp"
 #include "cohort/env/hostlist.hpp"
 #include "cohort/error.hpp"
+#include "cohort/monitor/sinks.hpp"
 #include "cohort/slurm/job.hpp"
 #include "cohort/slurm/nodes.hpp"
 
@@ -139,6 +140,13 @@ int requeue_after_failure(const train::Config& config, const std::string& reason
   const auto outcome = slurm::requeue_within_budget(job, allowed, budget, /*act=*/true);
   line += outcome.text;
   if (outcome.requeued) line += exclude(config, job.job_id, failed) + resume_point(config);
+  const std::string metrics = config.get_string("train.run_dir") + "/metrics.jsonl";
+  if (std::filesystem::exists(metrics)) {  // the run's record says why it stopped, for report/top
+    monitor::JsonlSink(metrics, /*append=*/true)
+        .write({{"event", outcome.requeued ? "requeue" : "step_failed"},
+                {"step", step ? *step : -1},
+                {"message", line}});
+  }
   std::printf("%s\n", line.c_str());
   std::fflush(stdout);
   return outcome.requeued ? 0 : static_cast<int>(ExitCode::kResumable);

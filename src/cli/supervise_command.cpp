@@ -57,6 +57,7 @@ int run_forwarding(const std::vector<std::string>& argv) {
   COHORT_CHECK(sigprocmask(SIG_BLOCK, &set, &previous) == 0, EnvironmentError,
                "sigprocmask failed: ", std::strerror(errno));
   std::fflush(nullptr);
+  setenv("COHORT_STDOUT_TTY", isatty(STDOUT_FILENO) ? "1" : "0", 0);  // see cohort launch
   const pid_t child = fork();
   COHORT_CHECK(child >= 0, EnvironmentError, "fork failed: ", std::strerror(errno));
   if (child == 0) {

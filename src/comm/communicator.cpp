@@ -154,6 +154,7 @@ WorkPtr Communicator::issue(OpKind kind, const at::Tensor* out, const at::Tensor
   record.seq = next_seq_++;
   record.op = op_name(call.kind);
   record.numel = t ? t->numel() : 0;
+  record.bytes = t ? static_cast<std::int64_t>(t->nbytes()) : 0;
   record.dtype = t ? c10::toString(t->scalar_type()) : "none";
   record.peer = call.peer;
   record.start = std::chrono::steady_clock::now();

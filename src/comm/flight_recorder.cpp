@@ -1,5 +1,6 @@
 #include "cohort/comm/flight_recorder.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <sstream>
 
@@ -21,9 +22,22 @@ void FlightRecorder::finished(std::uint64_t seq) {
     if (record.seq == seq && !record.done) {
       record.done = true;
       record.end = std::chrono::steady_clock::now();
+      OpTotals& t = totals_[record.op];
+      ++t.count;
+      t.bytes += record.bytes;
+      const auto begin = std::max(record.start, last_end_);
+      if (record.end > begin)
+        t.busy_seconds += std::chrono::duration<double>(record.end - begin).count();
+      last_end_ = record.end;
       return;
     }
   }
+}
+
+OpTotals FlightRecorder::totals(const std::string& op) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const auto it = totals_.find(op);
+  return it == totals_.end() ? OpTotals{} : it->second;
 }
 
 std::vector<FlightRecord> FlightRecorder::snapshot() const {

@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <sstream>
 
+#include "cohort/comm/communicator.hpp"
 #include "cohort/error.hpp"
 
 namespace cohort::comm {
@@ -69,6 +70,19 @@ void Watchdog::loop() {
   }
 }
 
+namespace {
+std::mutex observer_mutex;
+std::function<void(const std::string&)>& observer() {
+  static std::function<void(const std::string&)> f;
+  return f;
+}
+}  // namespace
+
+void set_timeout_observer(std::function<void(const std::string&)> f) {
+  std::lock_guard<std::mutex> lock(observer_mutex);
+  observer() = std::move(f);
+}
+
 void Watchdog::fire(const FlightRecord& record, const Entry& entry) {
   std::string text =
       "cohort: " + timeout_message(record, entry.describe, entry.rank, entry.size, step_.load()) +
@@ -81,6 +95,12 @@ void Watchdog::fire(const FlightRecord& record, const Entry& entry) {
   }
   std::fputs(text.c_str(), stderr);
   std::fflush(stderr);
+  {
+    std::lock_guard<std::mutex> lock(observer_mutex);
+    if (observer()) {
+      observer()(timeout_message(record, entry.describe, entry.rank, entry.size, step_.load()));
+    }
+  }
   abort_job_(static_cast<int>(ExitCode::kWatchdog));
   std::_Exit(static_cast<int>(ExitCode::kWatchdog));  // if the abort returned
 }

@@ -57,6 +57,9 @@ struct DataLoader::Impl {
   Item produce(Order& order, LoaderState at) {
     if (at.batch >= batches) return EndOfEpoch{at.epoch};
     Batch batch = reader->read(batch_indices(order, at), at.epoch);
+    if (options.read_delay_ms > 0) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(options.read_delay_ms));
+    }
     batch.index = at.batch;
     return batch;
   }

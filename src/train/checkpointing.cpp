@@ -8,6 +8,7 @@
 #include <torch/optim/sgd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <functional>
@@ -181,8 +182,17 @@ void TrainCheckpoints::save(std::int64_t step, const data::LoaderState& loader,
   request.rank_state = generator_state();
   finish();  // one save in flight at most
   last_saved_ = step;
+  const auto start = std::chrono::steady_clock::now();
+  const std::string path = dir_ + "/" + ckpt::step_dir_name(step);
+  const auto committed = [this, start, step, path, async] {
+    if (comm_->rank() != 0 || !on_committed_) return;
+    on_committed_(step, path,
+                  std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),
+                  async);
+  };
   if (!async) {
     ckpt::save_checkpoint(dir_, request, *comm_);
+    committed();
     if (comm_->rank() == 0) start_background([this] { apply_retention(); });  // off the path
     return;
   }
@@ -196,13 +206,14 @@ void TrainCheckpoints::save(std::int64_t step, const data::LoaderState& loader,
   }
   auto copied = std::make_shared<std::promise<void>>();
   snapshot_ = copied->get_future();
-  start_background([this, copied, request = std::move(request)] {
+  start_background([this, copied, committed, request = std::move(request)] {
     bool released = false;
     try {
       const auto own = ckpt::snapshot_own_part(request, comm_->size(), comm_->rank());
       copied->set_value();
       released = true;
       ckpt::save_checkpoint(dir_, own, *comm_);
+      committed();
       if (comm_->rank() == 0) apply_retention();
     } catch (...) {
       if (!released) copied->set_value();  // never leave the training thread waiting

@@ -75,6 +75,10 @@ class TrainCheckpoints {
   // Before anything changes the parameters or the optimizer state in place (the optimizer step):
   // waits until an asynchronous save has its snapshot.
   void before_update();
+  // Called on rank 0 once a checkpoint is committed: step, directory, seconds from the start of
+  // the save; on the writer's thread for an asynchronous save.
+  using OnCommitted = std::function<void(std::int64_t, const std::string&, double, bool)>;
+  void set_on_committed(OnCommitted f) { on_committed_ = std::move(f); }
   // True while an asynchronous save (or a retention pass) is still running.
   bool in_flight() const { return writing_.load(std::memory_order_acquire); }
 
@@ -98,6 +102,7 @@ class TrainCheckpoints {
   std::exception_ptr writer_error_;
   std::future<void> snapshot_;  // ready once the writer holds its copy
   int nodes_ = 1;
+  OnCommitted on_committed_;
 };
 
 }  // namespace cohort::train

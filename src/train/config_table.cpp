@@ -5,8 +5,8 @@
 namespace cohort::train {
 
 const std::vector<std::string>& config_sections() {
-  static const std::vector<std::string> sections = {"model",    "data",       "optim",   "train",
-                                                    "parallel", "checkpoint", "monitor", "slurm"};
+  static const std::vector<std::string> sections = {
+      "model", "data", "optim", "train", "parallel", "checkpoint", "monitor", "slurm", "debug"};
   return sections;
 }
 
@@ -88,6 +88,33 @@ const std::vector<KeySpec>& config_table() {
       {"checkpoint", "resume", K::kBool, "true",
        "start from the newest valid checkpoint in checkpoint.dir when there is one"},
       {"checkpoint", "verify", K::kBool, "true", "check every slice's checksum when loading"},
+      // [monitor]
+      {"monitor", "enabled", K::kBool, "true",
+       "per-step timing, cross-rank summaries, Prometheus file, diagnosis (off: loss records "
+       "only)"},
+      {"monitor", "summary_every", K::kInt, "20",
+       "steps between cross-rank summaries (one small all-gather each)"},
+      {"monitor", "prom_file", K::kString, "metrics.prom",
+       "Prometheus textfile, relative to train.run_dir unless absolute (\"\": none)"},
+      {"monitor", "http_port", K::kInt, "-1",
+       "serve /metrics on local rank 0 of each node (-1: off, 0: any free port)"},
+      {"monitor", "http_bind", K::kString, "127.0.0.1", "address the /metrics endpoint binds to"},
+      {"monitor", "console", K::kChoice, "auto",
+       "rank 0's progress: a redrawn bar (terminal) or plain lines (log files)", "auto|bar|lines"},
+      {"monitor", "peak_tflops", K::kFloat, "0",
+       "peak TFLOP/s of one rank's device, for MFU (0: no MFU)"},
+      {"monitor", "data_bound_fraction", K::kFloat, "0.25",
+       "diagnosis: data wait share of the step that means data-bound"},
+      {"monitor", "gpu_util_low", K::kFloat, "50",
+       "diagnosis: GPU utilisation (percent) below which the run is data-bound"},
+      {"monitor", "comm_bound_fraction", K::kFloat, "0.3",
+       "diagnosis: exposed communication share (on every rank) that means comm-bound"},
+      {"monitor", "straggler_margin", K::kFloat, "0.2",
+       "diagnosis: a rank this much busier than the median is a straggler..."},
+      {"monitor", "straggler_windows", K::kInt, "3", "...in this many summaries in a row"},
+      {"monitor", "divergence_windows", K::kInt, "3",
+       "diagnosis: summaries in a row with a rising loss that mean divergence..."},
+      {"monitor", "divergence_rise", K::kFloat, "0.2", "...when it rose by this fraction in all"},
       // [slurm]
       {"slurm", "signals", K::kString, "USR1,TERM",
        "signals that stop the run at the next step with a checkpoint (\"\": none)"},
@@ -102,6 +129,11 @@ const std::vector<KeySpec>& config_table() {
        "after a failed step, keep the requeued job off failed nodes, up to this many (0: never)"},
       {"slurm", "node_failure_wait", K::kInt, "30",
        "after a failed step, wait up to this many seconds for the controller to flag a lost node"},
+      // [debug]: test hooks
+      {"debug", "data_delay_ms", K::kInt, "0",
+       "test hook: every batch read takes this much longer (a slow filesystem)"},
+      {"debug", "slow_rank", K::kInt, "-1", "test hook: this rank computes slower..."},
+      {"debug", "slow_ms", K::kInt, "0", "...by this many milliseconds per step"},
   };
   return table;
 }

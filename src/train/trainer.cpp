@@ -1,6 +1,7 @@
 #include "cohort/train/trainer.hpp"
 
 #include <ATen/Parallel.h>
+#include <ATen/ops/stack.h>
 #include <ATen/ops/tensor.h>
 #include <torch/optim/optimizer.h>
 #include <torch/utils.h>
@@ -22,10 +23,13 @@
 #include "cohort/ddp/distributed_data_parallel.hpp"
 #include "cohort/env/system_info.hpp"
 #include "cohort/error.hpp"
+#include "cohort/monitor/monitor.hpp"
 #include "cohort/train/config.hpp"
+#include "cohort/train/monitoring.hpp"
 #include "cohort/train/optim.hpp"
 #include "train/checkpointing.hpp"
 #include "train/preemption.hpp"
+#include "train/steady_clock.hpp"
 #include "train/step.hpp"
 
 namespace cohort::train {
@@ -42,7 +46,10 @@ int threads_per_rank(std::int64_t configured, int local_ranks) {
 struct Trainer::Impl {
   const Config& config;
   const comm::MpiSession& session;
-  std::unique_ptr<comm::Communicator> comm;
+  std::unique_ptr<comm::Communicator> comm;     // gradients (MPI or NCCL)
+  std::unique_ptr<comm::Communicator> control;  // MPI, CPU scalars: loss, signals, metrics
+  std::unique_ptr<monitor::Monitor> monitor;    // outlives the checkpoint writer (its events)
+  monitor::StepTimer timer;
   std::unique_ptr<data::DataLoader> loader;
   std::shared_ptr<Model> model;
   std::unique_ptr<ddp::DistributedDataParallel> ddp;
@@ -50,7 +57,6 @@ struct Trainer::Impl {
   std::unique_ptr<LrSchedule> schedule;
   std::unique_ptr<TrainCheckpoints> checkpoints;
   std::unique_ptr<Preemption> preemption;
-  std::ofstream metrics;  // rank 0
   std::FILE* progress = stdout;
   std::int64_t accumulation = 1, total_steps = 0;
   bool limited_by_steps = false;  // train.max_steps ends the run before train.epochs do
@@ -63,9 +69,15 @@ struct Trainer::Impl {
   double step(const std::vector<data::Batch>& micro, std::int64_t index);
   bool evaluate_and_check(std::int64_t step);
   std::optional<ResumePoint> resume();
-  void report_step(std::int64_t step, std::int64_t epoch, double elapsed);
-  void log(nlohmann::json record);
+  void start_monitor(bool append);
+  void report_step(std::int64_t step, std::int64_t epoch);
+  void log(nlohmann::json record) { monitor->event(std::move(record)); }
+  void say(const std::string& line) { monitor->say(line); }
   void stop_for_signal(int signal, std::int64_t step);
+  double grad_norm(double clip);
+  std::int64_t tokens_per_sample = 0;  // token models: seq_len
+  double last_grad_norm = 0;
+  bool slow = false;  // debug.slow_rank: this rank sleeps debug.slow_ms per step
 };
 
 void Trainer::Impl::setup() {
@@ -89,6 +101,7 @@ void Trainer::Impl::setup() {
       session,
       config.get_string("parallel.backend") == "nccl" ? comm::Backend::kNccl : comm::Backend::kMpi,
       comm_options);
+  control = comm::make_communicator(session, comm::Backend::kMpi, comm_options);
   data::LoaderOptions o;
   o.path = config.get_string("data.path");
   COHORT_CHECK(!o.path.empty(), ConfigError, "data.path: no training dataset given");
@@ -98,6 +111,7 @@ void Trainer::Impl::setup() {
   o.seed = static_cast<std::uint64_t>(config.get_int("train.seed"));
   o.shuffle = config.get_bool("data.shuffle");
   o.prefetch = static_cast<int>(config.get_int("data.prefetch"));
+  o.read_delay_ms = static_cast<int>(config.get_int("debug.data_delay_ms"));
   o.reader.driver = data::parse_io_driver(config.get_string("data.driver"));
   o.reader.session = &session;
   o.reader.seed = o.seed;
@@ -105,6 +119,7 @@ void Trainer::Impl::setup() {
                       config.get_bool("data.flip")};
   loader = std::make_unique<data::DataLoader>(o);
   const auto& info = loader->info();
+  if (info.vocab_size > 0) tokens_per_sample = info.seq_len;
   model = build_model(config,
                       ModelInput{info.sample_shape, info.classes, info.vocab_size, info.seq_len});
   const auto params = model->parameters();
@@ -124,7 +139,7 @@ void Trainer::Impl::setup() {
   if (limited_by_steps) total_steps = max_steps;
   schedule = std::make_unique<LrSchedule>(config, total_steps);
   checkpoints = std::make_unique<TrainCheckpoints>(config, session, *model, *optimizer);
-  preemption = std::make_unique<Preemption>(config, *comm);
+  preemption = std::make_unique<Preemption>(config, *control);
 }
 
 // A signal every rank agreed on: a synchronous checkpoint, then requeue (or not), said in one line.
@@ -132,82 +147,116 @@ void Trainer::Impl::stop_for_signal(int signal, std::int64_t step) {
   log({{"event", "signal"}, {"signal", signal_name(signal)}, {"step", step}});
   checkpoints->save_now(step, loader->state(), config.get_int("data.batch_size"));
   const std::string line = preemption->come_back(signal, step);
-  log({{"event", "stop"}, {"step", step}, {"message", line}});
-  if (session.rank() == 0) {
-    std::fprintf(progress, "%s\n", line.c_str());
-    std::fflush(progress);
-  }
+  const bool requeued = line.find("requeued") != std::string::npos;
+  log({{"event", requeued ? "requeue" : "stop"}, {"step", step}, {"message", line}});
+  say(line);
 }
 
-// One metrics record per step; a progress line every train.log_every steps (and the first).
-void Trainer::Impl::report_step(std::int64_t step, std::int64_t epoch, double elapsed) {
-  const double lr = schedule->at(step - 1);
-  log({{"event", "step"},
-       {"step", step},
-       {"epoch", epoch},
-       {"loss", summary.last_loss},
-       {"lr", lr}});
-  const std::int64_t log_every = config.get_int("train.log_every");
-  if (session.rank() != 0 || log_every <= 0 || (step % log_every != 0 && step != 1)) return;
-  std::fprintf(progress,
-               "step  %lld/%lld epoch %lld loss %.4f lr %.5f samples/s %.0f data-wait %.1f%%\n",
-               static_cast<long long>(step), static_cast<long long>(total_steps),
-               static_cast<long long>(epoch), summary.last_loss, lr, summary.samples_per_s,
-               100 * loader->wait().total_seconds / elapsed);
-  std::fflush(progress);
+// The step's sample (its phases timed along the way) to the monitor: metrics.jsonl, the console,
+// and every monitor.summary_every steps the cross-rank summary (collective).
+void Trainer::Impl::report_step(std::int64_t step, std::int64_t epoch) {
+  monitor::StepSample sample;
+  sample.step = step;
+  sample.epoch = epoch;
+  sample.loss = summary.last_loss;
+  sample.lr = schedule->at(step - 1);
+  sample.grad_norm = last_grad_norm;
+  sample.samples = accumulation * config.get_int("data.batch_size") * session.size();
+  sample.tokens = sample.samples * tokens_per_sample;
+  timer.end(sample);
+  monitor->step(sample);
+}
+
+// Opens the monitor once it is known whether the run continues a previous one (metrics.jsonl is
+// appended to then). Collective.
+void Trainer::Impl::start_monitor(bool append) {
+  auto o = monitor_options(config);
+  o.append = append;
+  o.total_steps = total_steps;
+  const auto params = model->parameters();
+  o.cuda_device = cuda ? params.front().device().index() : -1;
+  o.cost.flops_per_sample = model->train_flops_per_sample();
+  o.run_info = {{"config_hash", summary.config_hash},
+                {"launcher", summary.launcher},
+                {"model", config.get_string("model.name")},
+                {"parameters", parameter_count(*model)},
+                {"backend", config.get_string("parallel.backend")},
+                {"flops_per_sample", o.cost.flops_per_sample}};
+  monitor = std::make_unique<monitor::Monitor>(o, *control, *comm, session.node_rank(), progress);
+  checkpoints->set_on_committed(
+      [this](std::int64_t step, const std::string& path, double seconds, bool async) {
+        log({{"event", "checkpoint_saved"},
+             {"step", step},
+             {"path", path},
+             {"seconds", seconds},
+             {"async", async}});
+      });
 }
 
 // Loads the newest valid checkpoint when there is one and puts the loader where it was; opens
 // metrics.jsonl (appending when resuming, so the run's record continues).
 std::optional<ResumePoint> Trainer::Impl::resume() {
   auto point = checkpoints->resume(config.get_int("data.batch_size"), progress);
-  if (session.rank() == 0) {
-    metrics.open(config.get_string("train.run_dir") + "/metrics.jsonl",
-                 point ? std::ios::app : std::ios::trunc);
-  }
+  start_monitor(point.has_value());
   if (!point) return std::nullopt;
   loader->restore(point->loader);
-  if (session.rank() == 0) {
-    std::fprintf(progress, "resumed from %s at step %lld (epoch %lld, batch %lld)\n",
-                 point->path.c_str(), static_cast<long long>(point->step),
-                 static_cast<long long>(point->loader.epoch),
-                 static_cast<long long>(point->loader.batch));
-    std::fflush(progress);
-  }
+  say("resumed from " + point->path + " at step " + std::to_string(point->step) + " (epoch " +
+      std::to_string(point->loader.epoch) + ", batch " + std::to_string(point->loader.batch) + ")");
   log({{"event", "resume"}, {"step", point->step}, {"from", point->path}});
   return point;
 }
 
-void Trainer::Impl::log(nlohmann::json record) {
-  if (session.rank() == 0 && metrics.is_open()) metrics << record.dump() << "\n" << std::flush;
+// The global L2 norm of the (averaged) gradients: clip_grad_norm's when clipping, else computed
+// for the monitor only when it is on (one pass over the gradients, one device sync).
+double Trainer::Impl::grad_norm(double clip) {
+  if (clip > 0) return clip_grad_norm(model->parameters(), clip);
+  if (!monitor->enabled()) return 0;
+  std::vector<at::Tensor> norms;
+  for (const auto& p : model->parameters()) {
+    if (p.grad().defined()) norms.push_back(p.grad().norm().to(at::kDouble));
+  }
+  return norms.empty() ? 0 : at::stack(norms).norm().item<double>();
 }
 
 // One optimizer step over the micro-batches; returns the step's loss averaged over all ranks.
+// Each phase ends with a lap of the step timer.
 double Trainer::Impl::step(const std::vector<data::Batch>& micro, std::int64_t index) {
+  using monitor::Phase;
   double local = 0;
   for (std::size_t i = 0; i < micro.size(); ++i) {
     std::optional<ddp::DistributedDataParallel::NoSync> local_only;
     if (i + 1 < micro.size()) local_only.emplace(*ddp);  // sum locally, reduce once at the end
     ddp->begin_step();
+    timer.lap(Phase::kComm);  // buffer broadcast, when there are buffers
     at::Tensor logits;
     {
       AutocastScope autocast(bf16, cuda);
       logits = model->forward(micro[i].inputs);
     }
+    if (slow && i == 0) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(config.get_int("debug.slow_ms")));
+    }
     at::Tensor loss =
         loss_of(logits.to(at::kFloat), micro[i].targets) / static_cast<double>(micro.size());
+    timer.lap(Phase::kForward);
     loss.backward();
+    timer.lap(Phase::kBackward);
     ddp->finish_step();
     local += loss.item<double>();
+    timer.lap(Phase::kComm);  // exposed: what backward did not hide
   }
-  const double clip = config.get_float("optim.clip_norm");
-  if (clip > 0) clip_grad_norm(model->parameters(), clip);
+  last_grad_norm = grad_norm(config.get_float("optim.clip_norm"));
   set_learning_rate(*optimizer, schedule->at(index));
+  timer.lap(Phase::kOptimizer);
   checkpoints->before_update();  // an asynchronous save may still be copying the parameters
+  timer.lap(Phase::kCheckpoint);
   optimizer->step();
+  timer.lap(Phase::kOptimizer);
   at::Tensor mean = at::tensor({local}, at::kDouble);
-  comm->all_reduce(mean);
+  control->all_reduce(mean);
+  timer.lap(Phase::kComm);
   const double loss = mean.item<double>() / session.size();
+  if (!std::isfinite(loss)) monitor->diagnose(monitor::Diagnoser::non_finite_loss(index + 1, loss));
   COHORT_CHECK(std::isfinite(loss), TrainingError, "training diverged at step ", index + 1,
                ": the loss is ", loss, " (lower optim.lr, or set optim.clip_norm)");
   return loss;
@@ -220,12 +269,12 @@ bool Trainer::Impl::evaluate_and_check(std::int64_t step_index) {
   summary.eval = evaluate(*model, val, config.get_int("data.batch_size"), *comm);
   summary.evaluated = true;
   const auto& e = summary.eval;
-  if (session.rank() == 0) {
-    std::fprintf(progress, "eval  step %lld: loss %.4f accuracy %.4f perplexity %.3f (%lld %s)\n",
-                 static_cast<long long>(step_index), e.loss, e.accuracy, e.perplexity,
-                 static_cast<long long>(e.samples), e.per_token ? "tokens" : "samples");
-    std::fflush(progress);
-  }
+  char line[160];
+  std::snprintf(line, sizeof line,
+                "eval  step %lld: loss %.4f accuracy %.4f perplexity %.3f (%lld %s)",
+                static_cast<long long>(step_index), e.loss, e.accuracy, e.perplexity,
+                static_cast<long long>(e.samples), e.per_token ? "tokens" : "samples");
+  say(line);
   log({{"event", "eval"},
        {"step", step_index},
        {"loss", e.loss},
@@ -240,44 +289,12 @@ bool Trainer::Impl::evaluate_and_check(std::int64_t step_index) {
   return false;
 }
 
-namespace {
-
-// Throughput after the warm-up: the first kWarmupSteps steps (allocations, first collectives,
-// page faults) and evaluation are left out, so the figure compares with a peer's steady state.
-class SteadyClock {
- public:
-  static constexpr std::int64_t kWarmupSteps = 3;
-  using Clock = std::chrono::steady_clock;
-
-  void step_done(std::int64_t step) {
-    last_ = Clock::now();
-    if (step == kWarmupSteps) {
-      first_ = last_;
-      excluded_ = {};
-    }
-    steps_ = step;
-  }
-  void exclude(Clock::duration d) { excluded_ += d; }
-  // 0 when the run was too short to have a steady part.
-  double samples_per_s(std::int64_t samples_per_step) const {
-    if (steps_ <= kWarmupSteps) return 0;
-    const double seconds = std::chrono::duration<double>(last_ - first_ - excluded_).count();
-    return seconds > 0 ? static_cast<double>((steps_ - kWarmupSteps) * samples_per_step) / seconds
-                       : 0;
-  }
-
- private:
-  Clock::time_point first_, last_;
-  Clock::duration excluded_{};
-  std::int64_t steps_ = 0;
-};
-
-}  // namespace
-
 Trainer::Trainer(const Config& config, const comm::MpiSession& session, std::string launcher)
     : impl_(std::make_unique<Impl>(config, session)) {
   impl_->summary.launcher = std::move(launcher);
   impl_->setup();
+  impl_->slow =
+      config.get_int("debug.slow_rank") == session.rank() && config.get_int("debug.slow_ms") > 0;
   if (session.rank() == 0) {
     const std::string dir = config.get_string("train.run_dir");
     std::error_code error;
@@ -321,24 +338,27 @@ TrainSummary Trainer::run(std::FILE* progress) {
       s.stop_reason = "target reached";
     }
     steady.exclude(Clock::now() - eval_start);
+    im.timer.begin();  // evaluation is not part of the next step
   };
+  im.timer.begin();
   for (std::int64_t epoch = resumed ? resumed->loader.epoch : 0; epoch < epochs && !stop; ++epoch) {
     s.epochs = epoch + 1;
     while (auto batch = im.loader->next()) {
+      im.timer.lap(monitor::Phase::kData);
       micro.push_back(std::move(*batch));
       if (static_cast<std::int64_t>(micro.size()) < im.accumulation) continue;
       s.last_loss = im.step(micro, step);
       micro.clear();
       ++step;
       steady.step_done(step - first_step);
-      const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
-      s.samples_per_s =
-          static_cast<double>((step - first_step) * im.accumulation * batch_size * s.ranks) /
-          elapsed;
-      im.report_step(step, epoch, elapsed);
-      if (eval_every > 0 && step % eval_every == 0) finish_eval();
       im.checkpoints->maybe_save(step, im.loader->state(), batch_size, false);
-      if (const int signal = im.preemption->agreed_signal()) {
+      im.timer.lap(monitor::Phase::kCheckpoint);
+      const int signal = im.preemption->agreed_signal();
+      im.timer.lap(monitor::Phase::kComm);
+      im.report_step(step, epoch);
+      im.timer.begin();
+      if (eval_every > 0 && step % eval_every == 0) finish_eval();
+      if (signal != 0) {
         im.stop_for_signal(signal, step);
         s.stop_reason = signal_name(signal);
         s.resumable = stop = true;
@@ -355,12 +375,16 @@ TrainSummary Trainer::run(std::FILE* progress) {
   if (evaluated_at != step && !s.resumable) finish_eval();  // the final model is evaluated
   im.checkpoints->maybe_save(step, im.loader->state(), batch_size, /*final=*/true);
   im.checkpoints->finish();  // the last save is on disk before the run reports its end
+  im.monitor->finish();
   s.steps = step;
   s.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  const std::int64_t samples = (step - first_step) * im.accumulation * batch_size * s.ranks;
+  s.samples_per_s = static_cast<double>(samples) / s.seconds;  // this start, end to end
   s.steady_samples_per_s = steady.samples_per_s(im.accumulation * batch_size * s.ranks);
   im.log({{"event", "end"},
           {"steps", s.steps},
           {"seconds", s.seconds},
+          {"samples", samples},
           {"samples_per_s", s.samples_per_s},
           {"steady_samples_per_s", s.steady_samples_per_s},
           {"stop_reason", s.stop_reason}});

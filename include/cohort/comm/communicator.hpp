@@ -33,6 +33,10 @@ namespace cohort::comm {
 
 class Watchdog;
 
+// Called on the watchdog's thread with the timeout's one-line message just before the job is
+// aborted (the monitor writes it to metrics.jsonl). An empty function removes the observer.
+void set_timeout_observer(std::function<void(const std::string&)> observer);
+
 class Communicator {
  public:
   virtual ~Communicator();

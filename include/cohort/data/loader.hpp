@@ -37,6 +37,9 @@ struct LoaderOptions {
   bool drop_last = false;       // sampler: cut the uneven tail instead of padding (torch's sense)
   bool drop_last_batch = true;  // drop a final partial batch, so every rank's batches are full
   int prefetch = 2;             // batches read ahead; 0: synchronous
+  // Test hook (debug.data_delay_ms): each batch read takes this much longer, as from a slow
+  // filesystem, so that the monitor's data-bound diagnosis can be shown to fire.
+  int read_delay_ms = 0;
   ReaderOptions reader;
 };
 

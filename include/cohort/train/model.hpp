@@ -27,6 +27,9 @@ struct ModelInput {
 class Model : public torch::nn::Module {
  public:
   virtual at::Tensor forward(const at::Tensor& inputs) = 0;
+  // Forward + backward FLOPs of one training sample, for the monitor's FLOP/s and MFU; 0 when
+  // the model does not say.
+  virtual double train_flops_per_sample() const { return 0; }
 };
 
 using ModelFactory = std::function<std::shared_ptr<Model>(const Config&, const ModelInput&)>;

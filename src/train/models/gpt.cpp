@@ -71,10 +71,14 @@ class Block : public torch::nn::Module {
 class Gpt : public Model {
  public:
   Gpt(const Config& config, const ModelInput& input)
-      : context_(config.get_int("model.context")), dropout_(config.get_float("model.dropout")) {
-    const std::int64_t width = config.get_int("model.width");
+      : context_(config.get_int("model.context")),
+        dropout_(config.get_float("model.dropout")),
+        width_(config.get_int("model.width")),
+        layers_(config.get_int("model.blocks")),
+        seq_len_(input.seq_len) {
+    const std::int64_t width = width_;
     const std::int64_t heads = config.get_int("model.heads");
-    const std::int64_t layers = config.get_int("model.blocks");
+    const std::int64_t layers = layers_;
     COHORT_CHECK(input.vocab_size >= 2 && input.seq_len >= 1, ConfigError,
                  "model gpt: needs a token dataset (vocab_size and seq_len attributes)");
     COHORT_CHECK(heads >= 1 && width % heads == 0, ConfigError, "model.width ", width,
@@ -96,6 +100,15 @@ class Gpt : public Model {
     }
   }
 
+  // PaLM's estimate (Chowdhery et al. 2022, appendix B): 6 N per token for the weight matmuls
+  // (forward 2 N, backward 4 N; N without the position table, the tied token table counts once
+  // as the output head) plus 12 L W T per token for attention scores and values.
+  double train_flops_per_sample() const override {
+    const double n = static_cast<double>(parameter_count(*this) - positions_->weight.numel());
+    const double t = static_cast<double>(seq_len_);
+    return t * (6 * n + 12.0 * static_cast<double>(layers_ * width_) * t);
+  }
+
   at::Tensor forward(const at::Tensor& inputs) override {
     const std::int64_t length = inputs.size(1);
     const at::Tensor position = at::arange(length, inputs.options().dtype(at::kLong));
@@ -111,6 +124,7 @@ class Gpt : public Model {
  private:
   std::int64_t context_;
   double dropout_;
+  std::int64_t width_, layers_, seq_len_;
   torch::nn::Embedding tokens_{nullptr}, positions_{nullptr};
   std::vector<std::shared_ptr<Block>> blocks_;
   torch::nn::LayerNorm ln_f_{nullptr};

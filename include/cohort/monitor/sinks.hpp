@@ -1,0 +1,78 @@
+// Where metrics go (docs/formats/metrics.md describes each format):
+//  - JsonlSink: <run_dir>/metrics.jsonl, one JSON object per line, every one with "event" and
+//    "t" (Unix time, seconds); thread-safe (the watchdog's thread writes its event too).
+//  - Prometheus text: metric_samples() turns a summary into gauges; prometheus_text() renders
+//    them in the text exposition format, and write_file_atomically() replaces the textfile the
+//    way node_exporter's textfile collector needs (a temporary file in the same directory, then
+//    rename), so a scrape never sees half a file.
+//  - ConsoleSink: rank 0's console. On a terminal, one progress line redrawn in place (step/total,
+//    ETA, loss, throughput); otherwise (Slurm's output files) plain grep-friendly lines every
+//    train.log_every steps. Other lines (evaluations, events) go through line(), which clears the
+//    progress line first.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "cohort/monitor/step_metrics.hpp"
+#include "cohort/monitor/summary.hpp"
+
+namespace cohort::monitor {
+
+constexpr int kMetricsSchemaVersion = 1;
+
+class JsonlSink {
+ public:
+  // Opens `path` for appending (`append`) or anew. Throws IoError when it cannot.
+  JsonlSink(const std::string& path, bool append);
+  void write(nlohmann::json record);  // adds "t" when absent; one line, flushed
+
+ private:
+  std::mutex mutex_;
+  std::ofstream out_;
+  std::string path_;
+};
+
+struct MetricSample {
+  std::string name;
+  std::string help;
+  std::map<std::string, std::string> labels;
+  double value = 0;
+};
+
+// Gauges for one summary; `labels` go on every sample (job, run).
+std::vector<MetricSample> metric_samples(const Summary& summary, std::int64_t total_steps,
+                                         const std::map<std::string, std::string>& labels,
+                                         const std::vector<std::string>& active_rules);
+std::string prometheus_text(const std::vector<MetricSample>& samples);
+// Writes `text` to `path` through `path`.tmp.<pid> and rename(2). Throws IoError.
+void write_file_atomically(const std::string& path, const std::string& text);
+
+enum class ConsoleMode { kAuto, kBar, kLines };
+ConsoleMode parse_console_mode(const std::string& text);  // "auto" | "bar" | "lines"
+
+class ConsoleSink {
+ public:
+  ConsoleSink(std::FILE* out, ConsoleMode mode, std::int64_t total_steps, std::int64_t log_every);
+  ~ConsoleSink();
+  // Every step on rank 0; `data_wait` is the step's data-wait share (0..1).
+  void step(const StepSample& sample, double samples_per_s, double data_wait);
+  void line(const std::string& text);
+  bool bar() const { return bar_; }
+
+ private:
+  void clear();
+  std::FILE* out_;
+  bool bar_;
+  std::int64_t total_, log_every_;
+  double step_ema_ = 0;
+  bool drawn_ = false;
+};
+
+}  // namespace cohort::monitor

@@ -1,0 +1,112 @@
+// Cross-rank summaries: every monitor.summary_every steps each rank reduces its window of steps to
+// a few numbers (means per step), and one all-gather over the control communicator gives every
+// rank everyone's: the mean, min and max across ranks and which rank had each extreme.
+//
+// Protocol: add() after every step on every rank; summarize() is collective (every rank calls it
+// at the same step), resets the window and returns the same Summary on every rank.
+//
+// A slow rank does not show in the step time (every rank waits for it in the all-reduce) but in
+// the busy time, the step without the exposed communication: the straggler has the largest busy
+// time while the others' exposed communication grows by the same amount.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <nlohmann/json_fwd.hpp>
+#include <string>
+#include <vector>
+
+#include "cohort/comm/flight_recorder.hpp"
+#include "cohort/monitor/step_metrics.hpp"
+#include "cohort/monitor/system_sampler.hpp"
+
+namespace cohort::comm {
+class Communicator;
+}
+
+namespace cohort::monitor {
+
+// What each rank contributes, per step of the window unless said otherwise.
+enum class Field : int {
+  kStep,  // step wall time (s); phases follow in Phase order
+  kData,
+  kForward,
+  kBackward,
+  kComm,
+  kOptimizer,
+  kCheckpoint,
+  kOther,
+  kBusy,     // step - comm: the rank's own work
+  kCpuUtil,  // cores busy over the window
+  kRssBytes,
+  kGpuUtil,  // percent (0 without NVML)
+  kGpuMemoryBytes,
+  kGpuPowerWatts,
+  kAllreduceCount,    // all-reduces per step
+  kAllreduceBytes,    // bytes all-reduced per step
+  kAllreduceLatency,  // mean busy time of one all-reduce (s)
+  kBusBandwidth,      // bytes/s, NCCL's bus bandwidth: algbw * 2 (n - 1) / n
+};
+constexpr int kFields = 18;
+const char* field_name(Field field);  // "step_s", "data_s", ..., "busbw_bytes_per_s"
+
+struct FieldStats {
+  double mean = 0, min = 0, max = 0;
+  int min_rank = 0, max_rank = 0;
+};
+
+struct Summary {
+  std::int64_t first_step = 0, step = 0;  // the window: steps first_step..step
+  std::int64_t window_steps = 0;
+  int ranks = 1;
+  std::array<FieldStats, kFields> fields{};
+  std::vector<double> rank_busy, rank_step;    // per rank: busy and step time (s)
+  int slowest_rank = 0;                        // largest busy time
+  double samples_per_s = 0, tokens_per_s = 0;  // all ranks, over the window's step time
+  double loss = 0;                             // mean over the window
+  double last_loss = 0;
+  double lr = 0;
+  double grad_norm = 0;          // mean over the window
+  double model_flops_per_s = 0;  // 0 when the model has no FLOP count
+  double mfu = 0;                // 0 without monitor.peak_tflops
+  bool gpu = false;              // NVML figures present
+
+  const FieldStats& operator[](Field f) const { return fields[static_cast<int>(f)]; }
+};
+
+nlohmann::json to_json(const Summary& summary);
+Summary summary_from_json(const nlohmann::json& record);  // throws on a malformed record
+
+// Per-step cost of the model, for FLOPs and MFU (zeros: unknown).
+struct ModelCost {
+  double flops_per_sample = 0;  // forward + backward
+  double peak_flops = 0;        // per rank (monitor.peak_tflops * 1e12)
+};
+
+class MetricsAggregator {
+ public:
+  // `control`: a CPU (MPI) communicator over all ranks; `allreduce_ranks`: ranks of the gradient
+  // communicator (for the bus bandwidth).
+  MetricsAggregator(comm::Communicator& control, int allreduce_ranks, ModelCost cost);
+
+  void add(const StepSample& sample);
+  std::int64_t window_steps() const { return steps_; }
+  // Collective. `allreduce`: the gradient communicator's all-reduce totals now.
+  Summary summarize(const ProcessSample& process, const GpuSample& gpu,
+                    const comm::OpTotals& allreduce);
+
+ private:
+  std::array<double, kFields> local_fields(const ProcessSample& process, const GpuSample& gpu,
+                                           const comm::OpTotals& allreduce) const;
+
+  comm::Communicator& control_;
+  int allreduce_ranks_;
+  ModelCost cost_;
+  std::int64_t steps_ = 0, first_step_ = 0, last_step_ = 0;
+  double seconds_ = 0, loss_sum_ = 0, grad_norm_sum_ = 0, last_loss_ = 0, lr_ = 0;
+  std::int64_t samples_ = 0, tokens_ = 0;
+  std::array<double, kPhases> phase_{};
+  comm::OpTotals allreduce_at_start_;
+};
+
+}  // namespace cohort::monitor

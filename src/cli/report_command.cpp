@@ -1,0 +1,120 @@
+// `cohort report RUN_DIR [-o FILE] [--json]` and `cohort top RUN_DIR [--once] [--interval S]`:
+// read a run directory's metrics.jsonl (monitor::RunHistory) and render it.
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include <boost/program_options.hpp>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <thread>
+
+#include "cohort/error.hpp"
+#include "cohort/monitor/report.hpp"
+#include "cohort/train/config.hpp"
+#include "cohort/train/monitoring.hpp"
+#include "command.hpp"
+
+namespace po = boost::program_options;
+
+namespace cohort::cli {
+namespace {
+
+// The thresholds the run was started with (its config.resolved.ini), else the defaults.
+monitor::Thresholds run_thresholds(const std::string& dir) {
+  const std::string ini = dir + "/config.resolved.ini";
+  if (!std::filesystem::exists(ini)) return monitor::Thresholds{};
+  return train::diagnosis_thresholds(train::Config::load(ini, {}));
+}
+
+po::variables_map parse(const std::vector<std::string>& args, po::options_description& desc,
+                        std::string& dir) {
+  desc.add_options()("help,h", "show this help")("run-dir", po::value(&dir), "the run directory");
+  po::positional_options_description positional;
+  positional.add("run-dir", 1);
+  po::variables_map vm;
+  po::store(po::command_line_parser(args).options(desc).positional(positional).run(), vm);
+  po::notify(vm);
+  return vm;
+}
+
+double unix_now() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+}  // namespace
+
+int run_report(const std::vector<std::string>& args, int*, char***) {
+  std::string dir, output;
+  po::options_description desc("usage: cohort report RUN_DIR [-o FILE] [--json]");
+  desc.add_options()("output,o", po::value(&output), "HTML file (default RUN_DIR/report.html)")(
+      "json", "print the findings and the file written as JSON");
+  const auto vm = parse(args, desc, dir);
+  if (vm.count("help")) {
+    std::cout << desc;
+    return 0;
+  }
+  COHORT_CHECK(!dir.empty(), UsageError, "report: which run directory?\n", desc);
+  if (output.empty()) output = dir + "/report.html";
+  const auto history = monitor::load_run(dir);
+  const auto thresholds = run_thresholds(dir);
+  {
+    std::ofstream out(output, std::ios::trunc);
+    COHORT_CHECK(out.is_open(), IoError, output, ": cannot open for writing");
+    out << monitor::render_report(history, thresholds);
+    COHORT_CHECK(out.good(), IoError, output, ": write failed");
+  }
+  const auto findings = monitor::rediagnose(history, thresholds);
+  if (vm.count("json")) {
+    nlohmann::json j = {{"report", output},
+                        {"steps", history.steps.empty() ? 0 : history.steps.back().step},
+                        {"summaries", history.summaries.size()},
+                        {"events", history.events.size()},
+                        {"bad_lines", history.bad_lines},
+                        {"findings", nlohmann::json::array()}};
+    for (const auto& f : findings) {
+      j["findings"].push_back(
+          {{"rule", f.rule}, {"step", f.step}, {"rank", f.rank}, {"message", f.message}});
+    }
+    std::cout << j.dump(2) << "\n";
+    return 0;
+  }
+  std::cout << "report: " << output << "\n";
+  for (const auto& f : findings) std::cout << "diagnosis: " << f.message << "\n";
+  return 0;
+}
+
+int run_top(const std::vector<std::string>& args, int*, char***) {
+  std::string dir;
+  double interval = 1;
+  po::options_description desc("usage: cohort top RUN_DIR [--once] [--interval S]");
+  desc.add_options()("once", "print one frame and exit")("interval", po::value(&interval),
+                                                         "seconds between refreshes (default 1)");
+  const auto vm = parse(args, desc, dir);
+  if (vm.count("help")) {
+    std::cout << desc;
+    return 0;
+  }
+  COHORT_CHECK(!dir.empty(), UsageError, "top: which run directory?\n", desc);
+  COHORT_CHECK(interval > 0, UsageError, "top: --interval must be positive");
+  monitor::RunFollower follower(dir);
+  const auto thresholds = run_thresholds(dir);
+  const bool tty = isatty(STDOUT_FILENO) != 0;
+  bool first = true;
+  for (;;) {
+    const bool changed = follower.poll();
+    if (changed || first || tty) {
+      winsize ws{};
+      const int width = tty && ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 ? ws.ws_col : 0;
+      const std::string frame =
+          monitor::render_top(follower.history(), thresholds, unix_now(), width);
+      std::cout << (tty ? "\033[H\033[2J" : (first ? "" : "\n")) << frame << std::flush;
+    }
+    first = false;
+    if (vm.count("once") || follower.history().end.is_object()) return 0;
+    std::this_thread::sleep_for(std::chrono::duration<double>(interval));
+  }
+}
+
+}  // namespace cohort::cli

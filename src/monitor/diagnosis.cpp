@@ -1,0 +1,142 @@
+#include "cohort/monitor/diagnosis.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <utility>
+
+namespace cohort::monitor {
+namespace {
+
+std::string format(const char* fmt, double a, double b = 0, double c = 0) {
+  char buffer[160];
+  std::snprintf(buffer, sizeof buffer, fmt, a, b, c);
+  return buffer;
+}
+
+std::string steps(const Summary& s) {
+  return "steps " + std::to_string(s.first_step) + "-" + std::to_string(s.step);
+}
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+}  // namespace
+
+Diagnoser::Diagnoser(Thresholds thresholds, std::vector<std::string> hosts)
+    : t_(thresholds), hosts_(std::move(hosts)) {}
+
+std::string Diagnoser::rank_name(int rank) const {
+  std::string name = "rank " + std::to_string(rank);
+  if (rank >= 0 && rank < static_cast<int>(hosts_.size()) && !hosts_[rank].empty()) {
+    name += " (" + hosts_[static_cast<std::size_t>(rank)] + ")";
+  }
+  return name;
+}
+
+void Diagnoser::fire(std::vector<Finding>& out, const std::string& rule, bool firing,
+                     Finding finding) {
+  bool& was = active_[rule];
+  if (firing && !was) {
+    finding.rule = rule;
+    out.push_back(std::move(finding));
+  }
+  was = firing;
+}
+
+std::vector<std::string> Diagnoser::active() const {
+  std::vector<std::string> out;
+  for (const auto& [rule, on] : active_) {
+    if (on) out.push_back(rule);
+  }
+  return out;
+}
+
+Finding Diagnoser::non_finite_loss(std::int64_t step, double loss) {
+  Finding f;
+  f.rule = "divergence";
+  f.step = step;
+  f.message = "divergence: the loss is " + std::string(std::isnan(loss) ? "NaN" : "infinite") +
+              " at step " + std::to_string(step) +
+              "; lower optim.lr, add warmup (optim.warmup_steps) or clip (optim.clip_norm)";
+  return f;
+}
+
+std::vector<Finding> Diagnoser::observe(const Summary& s) {
+  std::vector<Finding> out;
+  const double step = std::max(s[Field::kStep].mean, 1e-12);
+  // data-bound
+  const double data = s[Field::kData].mean / step;
+  const bool gpu_idle = s.gpu && s[Field::kGpuUtil].mean < t_.gpu_util_low;
+  Finding f;
+  f.step = s.step;
+  if (data >= t_.data_bound_fraction) {
+    f.message = format("data-bound: ranks wait for input %.0f%% of each step (%.1f of %.1f ms)",
+                       100 * data, 1e3 * s[Field::kData].mean, 1e3 * step) +
+                " at " + steps(s) +
+                "; the input pipeline is slower than compute: raise data.prefetch, use a faster "
+                "filesystem (cohort data stage) or fewer ranks per node";
+  } else if (gpu_idle) {
+    f.message = format("data-bound: GPU utilisation is %.0f%% (below %.0f%%) with data wait %.0f%%",
+                       s[Field::kGpuUtil].mean, t_.gpu_util_low, 100 * data) +
+                " at " + steps(s) + "; the GPUs are starved: check the input pipeline";
+  }
+  fire(out, "data-bound", data >= t_.data_bound_fraction || gpu_idle, f);
+  // comm-bound
+  const FieldStats& comm = s[Field::kComm];
+  const double least = comm.min / step;
+  f.message = format(
+                  "comm-bound: exposed communication takes %.0f%% of each step on every rank "
+                  "(%.1f ms of %.1f ms at least)",
+                  100 * least, 1e3 * comm.min, 1e3 * step) +
+              " at " + steps(s) +
+              "; overlap it (parallel.overlap), use larger buckets (parallel.bucket_mb) or "
+              "larger batches";
+  fire(out, "comm-bound", s.ranks > 1 && least >= t_.comm_bound_fraction, f);
+  // straggler
+  const double mid = median(s.rank_busy);
+  const int slow = s.slowest_rank;
+  const double busy = slow < static_cast<int>(s.rank_busy.size()) ? s.rank_busy[slow] : 0;
+  const bool slower = s.ranks > 1 && mid > 0 && busy > mid * (1 + t_.straggler_margin);
+  straggler_streak_ = slower ? (slow == straggler_ ? straggler_streak_ + 1 : 1) : 0;
+  if (slower && slow != straggler_) active_["straggler"] = false;  // a new rank is named
+  straggler_ = slower ? slow : -1;
+  f.rank = slow;
+  f.message = "straggler: " + rank_name(slow) +
+              format(" is %.0f%% slower than the median rank (busy %.1f ms vs %.1f ms per step)",
+                     100 * (busy / std::max(mid, 1e-12) - 1), 1e3 * busy, 1e3 * mid) +
+              " over " + std::to_string(straggler_streak_) + " summaries to step " +
+              std::to_string(s.step) +
+              "; every other rank waits for it: check that node (cohort env --all-ranks, its load)";
+  fire(out, "straggler", straggler_streak_ >= t_.straggler_windows, f);
+  f.rank = -1;
+  // divergence
+  if (!std::isfinite(s.last_loss) || !std::isfinite(s.loss)) {
+    auto nan = non_finite_loss(s.step, std::isfinite(s.last_loss) ? s.loss : s.last_loss);
+    fire(out, "divergence", true, nan);
+    return out;
+  }
+  if (losses_.empty() && initial_loss_ == 0) initial_loss_ = std::fabs(s.loss);
+  losses_.push_back(s.loss);
+  while (static_cast<int>(losses_.size()) > t_.divergence_windows + 1) losses_.pop_front();
+  bool rising = static_cast<int>(losses_.size()) == t_.divergence_windows + 1;
+  for (std::size_t i = 1; rising && i < losses_.size(); ++i) rising = losses_[i] > losses_[i - 1];
+  // Relative rise, and at least 1% of where the run started: noise on a loss near zero is not
+  // divergence.
+  rising = rising && losses_.back() >= losses_.front() * (1 + t_.divergence_rise) &&
+           losses_.back() - losses_.front() >= 0.01 * initial_loss_;
+  f.message = format(
+                  "divergence: the loss rose in each of the last %.0f summaries, from %.4g to "
+                  "%.4g",
+                  t_.divergence_windows, losses_.front(), losses_.back()) +
+              " (to step " + std::to_string(s.step) +
+              "); lower optim.lr, add warmup (optim.warmup_steps) or clip (optim.clip_norm)";
+  fire(out, "divergence", rising, f);
+  return out;
+}
+
+}  // namespace cohort::monitor

@@ -1,0 +1,177 @@
+#include "cohort/monitor/monitor.hpp"
+
+#include <ATen/ops/empty.h>
+#include <ATen/ops/full.h>
+#include <ATen/ops/zeros.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+
+#include "cohort/comm/communicator.hpp"
+#include "cohort/error.hpp"
+#include "cohort/monitor/http_exporter.hpp"
+
+namespace cohort::monitor {
+namespace {
+
+constexpr std::int64_t kHostBytes = 64;
+
+std::vector<std::string> gather_hosts(comm::Communicator& control) {
+  at::Tensor mine = at::zeros({kHostBytes}, at::kByte);
+  ::gethostname(reinterpret_cast<char*>(mine.data_ptr<std::uint8_t>()), kHostBytes - 1);
+  at::Tensor all = at::empty({control.size() * kHostBytes}, at::kByte);
+  control.all_gather(all, mine);
+  std::vector<std::string> hosts;
+  const char* p = reinterpret_cast<const char*>(all.data_ptr<std::uint8_t>());
+  for (int r = 0; r < control.size(); ++r) {
+    hosts.emplace_back(p + r * kHostBytes, strnlen(p + r * kHostBytes, kHostBytes));
+  }
+  return hosts;
+}
+
+std::string env_or(const char* name, const std::string& fallback) {
+  const char* v = std::getenv(name);
+  return v != nullptr && *v != '\0' ? v : fallback;
+}
+
+}  // namespace
+
+struct Monitor::Http {
+  std::unique_ptr<HttpExporter> exporter;
+};
+
+Monitor::Monitor(MonitorOptions options, comm::Communicator& control,
+                 const comm::Communicator& gradients, int local_rank, std::FILE* console)
+    : options_(std::move(options)),
+      control_(control),
+      gradients_(gradients),
+      rank0_(control.rank() == 0),
+      local0_(local_rank == 0),
+      hosts_(gather_hosts(control)),
+      http_(std::make_unique<Http>()) {
+  labels_ = {{"job", env_or("SLURM_JOB_ID", "local")},
+             {"run", std::filesystem::path(options_.run_dir).filename().string()}};
+  if (rank0_) {
+    jsonl_ = std::make_unique<JsonlSink>(options_.run_dir + "/metrics.jsonl", options_.append);
+    console_ = std::make_unique<ConsoleSink>(console, options_.console, options_.total_steps,
+                                             options_.log_every);
+    nlohmann::json run = {{"event", "run"},
+                          {"schema", "cohort.metrics"},
+                          {"version", kMetricsSchemaVersion},
+                          {"ranks", control.size()},
+                          {"hosts", hosts_},
+                          {"total_steps", options_.total_steps},
+                          {"monitor", options_.enabled},
+                          {"summary_every", options_.summary_every},
+                          {"job_id", env_or("SLURM_JOB_ID", "")},
+                          {"restart", std::atoi(env_or("SLURM_RESTART_COUNT", "0").c_str())}};
+    for (auto& [k, v] : options_.run_info.items()) run[k] = v;
+    jsonl_->write(std::move(run));
+    JsonlSink* sink = jsonl_.get();
+    comm::set_timeout_observer([sink](const std::string& message) {
+      sink->write({{"event", "watchdog"}, {"message", message}});
+    });
+  }
+  if (!options_.enabled) return;
+  aggregator_ = std::make_unique<MetricsAggregator>(control, gradients.size(), options_.cost);
+  diagnoser_ = std::make_unique<Diagnoser>(options_.thresholds, hosts_);
+  process_ = std::make_unique<ProcessSampler>();
+  gpu_ = std::make_unique<GpuSampler>(options_.cuda_device);
+  start_endpoint();
+}
+
+// The endpoint fails on one rank (a port in use), but the ranks agree before anyone goes on: a
+// rank that threw alone would leave the others waiting in the next collective.
+void Monitor::start_endpoint() {
+  std::string error;
+  if (local0_ && options_.http_port >= 0) {
+    try {
+      http_->exporter = std::make_unique<HttpExporter>(options_.http_bind, options_.http_port);
+    } catch (const ConfigError& e) {
+      error = e.what();
+    }
+  }
+  at::Tensor failed = at::full({1}, error.empty() ? 0 : 1, at::kInt);
+  control_.all_reduce(failed, {comm::ReduceOp::kMax});
+  COHORT_CHECK(
+      failed.item<int>() == 0, ConfigError,
+      error.empty() ? "monitor.http_port: the /metrics endpoint failed on another rank" : error);
+  if (http_->exporter) {
+    say("monitor: serving /metrics on " + options_.http_bind + ":" +
+        std::to_string(http_->exporter->port()));
+  }
+}
+
+Monitor::~Monitor() {
+  if (rank0_) comm::set_timeout_observer({});
+}
+
+int Monitor::http_port() const { return http_->exporter ? http_->exporter->port() : 0; }
+
+void Monitor::say(const std::string& line) {
+  if (console_) console_->line(line);
+}
+
+void Monitor::event(nlohmann::json record) {
+  if (jsonl_) jsonl_->write(std::move(record));
+}
+
+void Monitor::diagnose(const Finding& f) {
+  event({{"event", "diagnosis"},
+         {"rule", f.rule},
+         {"step", f.step},
+         {"rank", f.rank},
+         {"message", f.message}});
+  say("diagnosis: " + f.message);
+}
+
+void Monitor::step(const StepSample& s) {
+  ++steps_;
+  samples_ += s.samples;
+  seconds_ += s.seconds;
+  data_seconds_ += s.phase[static_cast<int>(Phase::kData)];
+  if (rank0_) {
+    nlohmann::json record = {
+        {"event", "step"}, {"step", s.step}, {"epoch", s.epoch}, {"loss", s.loss}, {"lr", s.lr}};
+    if (options_.enabled) {
+      record["grad_norm"] = s.grad_norm;
+      record["samples"] = s.samples;
+      if (s.tokens > 0) record["tokens"] = s.tokens;
+      record["step_s"] = s.seconds;
+      for (int p = 0; p < kPhases; ++p) {
+        record[std::string(phase_name(p)) + "_s"] = s.phase[static_cast<std::size_t>(p)];
+      }
+    }
+    jsonl_->write(std::move(record));
+    console_->step(s, seconds_ > 0 ? static_cast<double>(samples_) / seconds_ : 0,
+                   seconds_ > 0 ? data_seconds_ / seconds_ : 0);
+  }
+  if (!options_.enabled) return;
+  aggregator_->add(s);
+  if (options_.summary_every > 0 && s.step % options_.summary_every == 0) summarize();
+}
+
+void Monitor::finish() {
+  if (options_.enabled && aggregator_->window_steps() > 0) summarize();
+}
+
+void Monitor::summarize() {
+  const ProcessSample process = process_->sample();
+  const GpuSample gpu = gpu_->sample();
+  const Summary summary =
+      aggregator_->summarize(process, gpu, gradients_.flight_recorder().totals("all_reduce"));
+  const auto found = diagnoser_->observe(summary);
+  const auto samples = metric_samples(summary, options_.total_steps, labels_, diagnoser_->active());
+  if (http_->exporter) http_->exporter->update(samples);
+  if (!rank0_) return;
+  jsonl_->write(to_json(summary));
+  for (const auto& f : found) diagnose(f);
+  if (!options_.prom_file.empty()) {
+    std::filesystem::path path(options_.prom_file);
+    if (path.is_relative()) path = std::filesystem::path(options_.run_dir) / path;
+    write_file_atomically(path.string(), prometheus_text(samples));
+  }
+}
+
+}  // namespace cohort::monitor

@@ -1,0 +1,123 @@
+#include "cohort/monitor/run_history.hpp"
+
+#include <filesystem>
+#include <fstream>
+
+#include "cohort/error.hpp"
+
+namespace cohort::monitor {
+namespace {
+
+// Drops the records of `v` at or after `step` (a restart repeats them).
+template <typename T>
+void rewind(std::vector<T>& v, std::int64_t step) {
+  while (!v.empty() && v.back().step >= step) v.pop_back();
+}
+
+std::string describe(const nlohmann::json& r) {
+  for (const char* key : {"message", "path", "from", "signal", "reason"}) {
+    if (r.contains(key) && r[key].is_string()) return r[key].get<std::string>();
+  }
+  return "";
+}
+
+}  // namespace
+
+std::int64_t RunHistory::total_steps() const {
+  return runs.empty() ? 0 : runs.back().value("total_steps", std::int64_t{0});
+}
+
+int RunHistory::ranks() const { return runs.empty() ? 0 : runs.back().value("ranks", 0); }
+
+std::vector<std::string> RunHistory::hosts() const {
+  if (runs.empty() || !runs.back().contains("hosts")) return {};
+  return runs.back()["hosts"].get<std::vector<std::string>>();
+}
+
+void RunHistory::add(const nlohmann::json& r) {
+  const std::string kind = r.value("event", "");
+  const double t = r.value("t", 0.0);
+  if (kind == "step") {
+    StepPoint p;
+    p.step = r.at("step").get<std::int64_t>();
+    rewind(steps, p.step);
+    p.t = t;
+    p.loss = r.value("loss", 0.0);
+    p.lr = r.value("lr", 0.0);
+    p.grad_norm = r.value("grad_norm", 0.0);
+    p.timed = r.contains("step_s");
+    p.seconds = r.value("step_s", 0.0);
+    p.samples = r.value("samples", std::int64_t{0});
+    for (int i = 0; i < kPhases; ++i) {
+      p.phase[static_cast<std::size_t>(i)] = r.value(std::string(phase_name(i)) + "_s", 0.0);
+    }
+    steps.push_back(p);
+  } else if (kind == "summary") {
+    Summary s = summary_from_json(r);
+    rewind(summaries, s.step);
+    summaries.push_back(std::move(s));
+  } else if (kind == "eval") {
+    EvalPoint e{r.at("step").get<std::int64_t>(), r.value("loss", 0.0), r.value("accuracy", 0.0),
+                r.value("perplexity", 0.0)};
+    rewind(evals, e.step);
+    evals.push_back(e);
+  } else if (kind == "run") {
+    runs.push_back(r);
+    if (r.value("restart", 0) > 0 || runs.size() > 1) {
+      events.push_back({t, steps.empty() ? 0 : steps.back().step, "restart",
+                        "start " + std::to_string(runs.size()) + " (Slurm restart " +
+                            std::to_string(r.value("restart", 0)) + ")"});
+    }
+  } else {
+    if (kind == "end") end = r;
+    const auto step = r.contains("step") && r["step"].is_number_integer()
+                          ? r["step"].get<std::int64_t>()
+                          : (r.contains("steps") ? r.value("steps", std::int64_t{-1}) : -1);
+    events.push_back({t, step, kind, describe(r)});
+  }
+}
+
+RunFollower::RunFollower(std::string dir) : path_(dir + "/metrics.jsonl") {
+  history_.dir = std::move(dir);
+  COHORT_CHECK(std::filesystem::exists(path_), IoError, path_,
+               ": no such file (is this a run directory? train.run_dir)");
+}
+
+bool RunFollower::poll() {
+  std::ifstream in(path_, std::ios::binary);
+  COHORT_CHECK(in.is_open(), IoError, path_, ": cannot open");
+  in.seekg(0, std::ios::end);
+  const auto size = static_cast<std::uint64_t>(in.tellg());
+  if (size < offset_) {  // the file was replaced: start over
+    const std::string dir = history_.dir;
+    history_ = RunHistory();
+    history_.dir = dir;
+    offset_ = 0;
+  }
+  if (size == offset_) return false;
+  in.seekg(static_cast<std::streamoff>(offset_));
+  std::string chunk(size - offset_, '\0');
+  in.read(chunk.data(), static_cast<std::streamsize>(chunk.size()));
+  bool added = false;
+  std::size_t start = 0;
+  for (std::size_t nl; (nl = chunk.find('\n', start)) != std::string::npos; start = nl + 1) {
+    const std::string line = chunk.substr(start, nl - start);
+    if (line.empty()) continue;
+    try {
+      history_.add(nlohmann::json::parse(line));
+      added = true;
+    } catch (const nlohmann::json::exception&) {
+      ++history_.bad_lines;  // not ours, or damaged: counted, shown, skipped
+    }
+  }
+  offset_ += start;  // a torn last line waits for the next poll
+  return added;
+}
+
+RunHistory load_run(const std::string& dir) {
+  RunFollower follower(dir);
+  follower.poll();
+  return follower.history();
+}
+
+}  // namespace cohort::monitor

@@ -1,0 +1,223 @@
+#include "cohort/monitor/sinks.hpp"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+
+#include "cohort/error.hpp"
+
+namespace cohort::monitor {
+
+JsonlSink::JsonlSink(const std::string& path, bool append)
+    : out_(path, append ? std::ios::app : std::ios::trunc), path_(path) {
+  COHORT_CHECK(out_.is_open(), IoError, path, ": cannot open for writing");
+}
+
+void JsonlSink::write(nlohmann::json record) {
+  if (!record.contains("t")) {
+    const auto now = std::chrono::system_clock::now().time_since_epoch();
+    record["t"] = std::round(std::chrono::duration<double>(now).count() * 1e3) / 1e3;
+  }
+  const std::string line = record.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  std::lock_guard<std::mutex> lock(mutex_);
+  out_ << line << '\n' << std::flush;
+}
+
+namespace {
+
+void add(std::vector<MetricSample>& out, const std::map<std::string, std::string>& labels,
+         const char* name, const char* help, double value,
+         std::map<std::string, std::string> extra = {}) {
+  MetricSample s{name, help, labels, value};
+  for (auto& [k, v] : extra) s.labels[k] = v;
+  out.push_back(std::move(s));
+}
+
+std::string escape_label(const std::string& v) {
+  std::string out;
+  for (const char c : v) {
+    if (c == '\\' || c == '"') out += '\\';
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
+    out += c;
+  }
+  return out;
+}
+
+std::string number(double v) {
+  if (std::isnan(v)) return "NaN";
+  if (std::isinf(v)) return v > 0 ? "+Inf" : "-Inf";
+  char buffer[40];
+  std::snprintf(buffer, sizeof buffer, "%.9g", v);
+  return buffer;
+}
+
+}  // namespace
+
+std::vector<MetricSample> metric_samples(const Summary& s, std::int64_t total_steps,
+                                         const std::map<std::string, std::string>& l,
+                                         const std::vector<std::string>& active_rules) {
+  std::vector<MetricSample> out;
+  const auto now = std::chrono::system_clock::now().time_since_epoch();
+  add(out, l, "cohort_step", "Optimizer steps done", static_cast<double>(s.step));
+  add(out, l, "cohort_total_steps", "Optimizer steps planned", static_cast<double>(total_steps));
+  add(out, l, "cohort_ranks", "Ranks of the run", s.ranks);
+  add(out, l, "cohort_loss", "Training loss, mean over the last summary window", s.loss);
+  add(out, l, "cohort_learning_rate", "Learning rate", s.lr);
+  add(out, l, "cohort_grad_norm", "Global gradient L2 norm, mean over the window", s.grad_norm);
+  add(out, l, "cohort_samples_per_second", "Training samples per second, all ranks",
+      s.samples_per_s);
+  add(out, l, "cohort_tokens_per_second", "Training tokens per second, all ranks (LMs)",
+      s.tokens_per_s);
+  add(out, l, "cohort_step_seconds", "Step wall time, mean over ranks", s[Field::kStep].mean);
+  for (int p = 0; p < kPhases; ++p) {
+    add(out, l, "cohort_step_phase_seconds", "Step time by phase, mean over ranks",
+        s.fields[static_cast<std::size_t>(1 + p)].mean, {{"phase", phase_name(p)}});
+  }
+  for (std::size_t r = 0; r < s.rank_busy.size(); ++r) {
+    add(out, l, "cohort_rank_busy_seconds", "Step time without exposed communication, per rank",
+        s.rank_busy[r], {{"rank", std::to_string(r)}});
+  }
+  add(out, l, "cohort_slowest_rank", "Rank with the largest busy time", s.slowest_rank);
+  add(out, l, "cohort_allreduce_per_step", "Gradient all-reduces per step",
+      s[Field::kAllreduceCount].mean);
+  add(out, l, "cohort_allreduce_bytes_per_step", "Bytes all-reduced per step",
+      s[Field::kAllreduceBytes].mean);
+  add(out, l, "cohort_allreduce_latency_seconds", "Mean busy time of one all-reduce",
+      s[Field::kAllreduceLatency].mean);
+  add(out, l, "cohort_allreduce_bus_bandwidth_bytes_per_second",
+      "All-reduce bus bandwidth (algbw * 2(n-1)/n), mean over ranks", s[Field::kBusBandwidth].mean);
+  add(out, l, "cohort_cpu_utilisation", "CPU cores busy per rank, mean over ranks",
+      s[Field::kCpuUtil].mean);
+  add(out, l, "cohort_rss_bytes_max", "Resident memory of the largest rank",
+      s[Field::kRssBytes].max);
+  if (s.gpu) {
+    add(out, l, "cohort_gpu_utilisation_percent", "GPU utilisation (NVML), mean over ranks",
+        s[Field::kGpuUtil].mean);
+    add(out, l, "cohort_gpu_memory_used_bytes_max", "GPU memory used, largest rank",
+        s[Field::kGpuMemoryBytes].max);
+    add(out, l, "cohort_gpu_power_watts", "GPU power draw, mean over ranks",
+        s[Field::kGpuPowerWatts].mean);
+  }
+  if (s.model_flops_per_s > 0) {
+    add(out, l, "cohort_model_flops_per_second", "Model FLOP/s, all ranks", s.model_flops_per_s);
+  }
+  if (s.mfu > 0) add(out, l, "cohort_mfu", "Model FLOPs utilisation (0..1)", s.mfu);
+  for (const char* rule : {"data-bound", "comm-bound", "straggler", "divergence"}) {
+    bool on = false;
+    for (const auto& a : active_rules) on = on || a == rule;
+    add(out, l, "cohort_diagnosis", "1 while a diagnosis rule fires", on ? 1 : 0, {{"rule", rule}});
+  }
+  add(out, l, "cohort_last_update_timestamp_seconds", "When this file was written (Unix time)",
+      std::floor(std::chrono::duration<double>(now).count()));
+  return out;
+}
+
+std::string prometheus_text(const std::vector<MetricSample>& samples) {
+  std::string out, previous;
+  for (const auto& s : samples) {
+    if (s.name != previous) {
+      out += "# HELP " + s.name + " " + s.help + "\n# TYPE " + s.name + " gauge\n";
+      previous = s.name;
+    }
+    out += s.name;
+    if (!s.labels.empty()) {
+      out += '{';
+      bool first = true;
+      for (const auto& [k, v] : s.labels) {
+        out += (first ? "" : ",") + k + "=\"" + escape_label(v) + "\"";
+        first = false;
+      }
+      out += '}';
+    }
+    out += ' ' + number(s.value) + '\n';
+  }
+  return out;
+}
+
+void write_file_atomically(const std::string& path, const std::string& text) {
+  const std::string tmp = path + ".tmp." + std::to_string(getpid());
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    COHORT_CHECK(out.is_open(), IoError, tmp, ": cannot open for writing");
+    out << text;
+    out.flush();
+    COHORT_CHECK(out.good(), IoError, tmp, ": write failed");
+  }
+  std::error_code error;
+  std::filesystem::rename(tmp, path, error);
+  if (error) std::filesystem::remove(tmp, error);
+  COHORT_CHECK(!error, IoError, path, ": cannot replace: ", error.message());
+}
+
+ConsoleMode parse_console_mode(const std::string& text) {
+  if (text == "bar") return ConsoleMode::kBar;
+  if (text == "lines") return ConsoleMode::kLines;
+  COHORT_CHECK(text == "auto", ConfigError, "monitor.console: '", text,
+               "' is not one of auto, bar, lines");
+  return ConsoleMode::kAuto;
+}
+
+// Auto: a terminal gets the bar. Ranks started by mpirun always write to a pseudo-terminal, so
+// there the answer comes from COHORT_STDOUT_TTY, which `cohort launch` and `cohort supervise`
+// set from their own standard output; without it, plain lines.
+static bool console_is_terminal(std::FILE* out) {
+  if (const char* said = std::getenv("COHORT_STDOUT_TTY")) return said[0] == '1';
+  if (std::getenv("OMPI_COMM_WORLD_SIZE") != nullptr) return false;
+  return isatty(fileno(out)) != 0;
+}
+
+ConsoleSink::ConsoleSink(std::FILE* out, ConsoleMode mode, std::int64_t total_steps,
+                         std::int64_t log_every)
+    : out_(out),
+      bar_(mode == ConsoleMode::kBar || (mode == ConsoleMode::kAuto && console_is_terminal(out))),
+      total_(total_steps),
+      log_every_(log_every) {}
+
+ConsoleSink::~ConsoleSink() {
+  if (drawn_) std::fputc('\n', out_);
+}
+
+void ConsoleSink::clear() {
+  if (drawn_) std::fputs("\r\033[K", out_);
+  drawn_ = false;
+}
+
+void ConsoleSink::line(const std::string& text) {
+  clear();
+  std::fprintf(out_, "%s\n", text.c_str());
+  std::fflush(out_);
+}
+
+void ConsoleSink::step(const StepSample& s, double samples_per_s, double data_wait) {
+  step_ema_ = step_ema_ == 0 ? s.seconds : 0.9 * step_ema_ + 0.1 * s.seconds;
+  if (bar_) {
+    const double eta = step_ema_ * static_cast<double>(total_ - s.step);
+    const int percent = total_ > 0 ? static_cast<int>(100 * s.step / total_) : 0;
+    clear();
+    std::fprintf(
+        out_, "[%3d%%] step %lld/%lld  loss %.4f  %.0f samples/s  data %2.0f%%  ETA %lldm%02llds",
+        percent, static_cast<long long>(s.step), static_cast<long long>(total_), s.loss,
+        samples_per_s, 100 * data_wait, static_cast<long long>(eta) / 60,
+        static_cast<long long>(eta) % 60);
+    std::fflush(out_);
+    drawn_ = true;
+    return;
+  }
+  if (log_every_ <= 0 || (s.step % log_every_ != 0 && s.step != 1)) return;
+  std::fprintf(out_,
+               "step  %lld/%lld epoch %lld loss %.4f lr %.5f samples/s %.0f data-wait %.1f%% "
+               "step-ms %.1f\n",
+               static_cast<long long>(s.step), static_cast<long long>(total_),
+               static_cast<long long>(s.epoch), s.loss, s.lr, samples_per_s, 100 * data_wait,
+               1e3 * s.seconds);
+  std::fflush(out_);
+}
+
+}  // namespace cohort::monitor

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# The diagnosis on real runs of 2 ranks, with the test hooks of the [debug] section:
+#  - a reader slowed by debug.data_delay_ms is data-bound; the same run without it is not;
+#  - a rank slowed by debug.slow_ms is named as the straggler (rank 1, then rank 0, so the name
+#    comes from the measurement);
+#  - a learning rate that blows the loss up ends with exit code 4 and a divergence record;
+#  - `cohort report --json` finds again what the run found.
+set -euo pipefail
+cohort=$1 work=$2
+rm -rf "$work" && mkdir -p "$work" && cd "$work"
+fail() { echo "FAIL: $*" >&2; exit 1; }
+"$cohort" data make-synthetic --kind classification --samples 4096 --features 256 --classes 10 \
+  --seed 4 --out set.h5 >/dev/null
+train() {  # run_dir [--set ...]
+  local dir=$1
+  shift
+  $MPIEXEC $MPIEXEC_FLAGS -np 2 "$cohort" train --set data.path=set.h5 --set data.batch_size=32 \
+    --set train.epochs=2 --set train.log_every=0 --set train.run_dir="$dir" \
+    --set monitor.summary_every=8 "$@"
+}
+# rules RUN_DIR: the rules of the run's diagnosis records, one per line
+rules() { grep '"event":"diagnosis"' "$1/metrics.jsonl" | sed 's/.*"rule":"\([a-z-]*\)".*/\1/' | sort -u; }
+
+train base >base.log 2>&1 || fail "base run: $(cat base.log)"
+rules base | grep -qx data-bound && fail "a run without delay was called data-bound: $(rules base)"
+train slow_data --set debug.data_delay_ms=12 >slow_data.log 2>&1 || fail "$(cat slow_data.log)"
+rules slow_data | grep -qx data-bound || fail "slowed reader not data-bound: $(rules slow_data)"
+grep -q "^diagnosis: data-bound: ranks wait for input [0-9]*% of each step" slow_data.log ||
+  fail "no diagnosis line on the console: $(cat slow_data.log)"
+
+for r in 1 0; do
+  train straggler$r --set debug.slow_rank=$r --set debug.slow_ms=8 >straggler$r.log 2>&1 ||
+    fail "$(cat straggler$r.log)"
+  grep -q "\"rule\":\"straggler\".*\"rank\":$r\b\|\"rank\":$r,.*\"rule\":\"straggler\"" \
+    straggler$r/metrics.jsonl || fail "rank $r not named: $(grep diagnosis straggler$r/metrics.jsonl)"
+  grep -q "^diagnosis: straggler: rank $r ([^)]*) is [0-9]*% slower" straggler$r.log ||
+    fail "no straggler line: $(cat straggler$r.log)"
+done
+rules base | grep -qx straggler && fail "base run has a straggler"
+
+set +e
+train diverge --set optim.lr=1e12 --set train.epochs=1 >diverge.log 2>&1
+rc=$?
+set -e
+[ $rc = 4 ] || fail "diverging run: exit $rc, expected 4: $(cat diverge.log)"
+rules diverge | grep -qx divergence || fail "no divergence record: $(tail -3 diverge/metrics.jsonl)"
+
+"$cohort" report straggler1 --json >report.json || fail "report failed"
+/usr/bin/python3 - <<'PY' || fail "report --json: $(cat report.json)"
+import json
+r = json.load(open("report.json"))
+assert any(f["rule"] == "straggler" and f["rank"] == 1 for f in r["findings"]), r["findings"]
+assert r["steps"] == 128 and r["summaries"] == 16, r
+PY
+echo "diagnosis: ok"

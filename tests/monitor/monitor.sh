@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# The monitor end to end on 2 real ranks (mpirun):
+#  - consistency of metrics.jsonl (check_metrics.py), and metrics.prom parsed by promtool;
+#  - the live /metrics endpoint (monitor.http_port=0: any free port) answers while the run goes,
+#    bound to 127.0.0.1, and promtool parses what it serves;
+#  - `cohort top --once` shows the run.
+set -euo pipefail
+cohort=$1 work=$2 here=$(cd "$(dirname "$0")" && pwd)
+rm -rf "$work" && mkdir -p "$work" && cd "$work"
+fail() { echo "FAIL: $*" >&2; exit 1; }
+py=/usr/bin/python3
+"$cohort" data make-synthetic --kind classification --samples 4096 --features 256 --classes 10 \
+  --seed 4 --out set.h5 >/dev/null
+train() {  # run_dir [--set ...]
+  local dir=$1
+  shift
+  $MPIEXEC $MPIEXEC_FLAGS -np 2 "$cohort" train --set data.path=set.h5 --set data.batch_size=32 \
+    --set train.epochs=2 --set train.log_every=40 --set train.run_dir="$dir" \
+    --set monitor.summary_every=16 "$@"
+}
+train plain >plain.log 2>&1 || fail "run: $(cat plain.log)"
+$py "$here/check_metrics.py" plain 64 || fail "metrics.jsonl is not consistent"
+grep -q "^step  40/128 epoch 0 loss .* step-ms " plain.log || fail "no plain progress line: $(cat plain.log)"
+if command -v promtool >/dev/null; then
+  promtool check metrics <plain/metrics.prom || fail "promtool rejects metrics.prom"
+  echo "promtool: metrics.prom ok"
+else
+  echo "promtool not installed: metrics.prom checked by the unit tests' format checks only"
+fi
+grep -q '^cohort_step{job="local",run="plain"} 128$' plain/metrics.prom || fail "metrics.prom: $(head plain/metrics.prom)"
+
+# The live endpoint: a run slowed to a few seconds, scraped while it trains.
+train live --set monitor.http_port=0 --set debug.data_delay_ms=15 >live.log 2>&1 &
+pid=$!
+port=""
+for _ in $(seq 1 300); do
+  port=$(sed -n 's/^monitor: serving \/metrics on 127\.0\.0\.1:\([0-9]*\)$/\1/p' live.log)
+  [ -n "$port" ] && break
+  sleep 0.05
+done
+[ -n "$port" ] || { kill $pid; fail "no endpoint announced: $(cat live.log)"; }
+scraped=0
+for _ in $(seq 1 100); do
+  if $py - "$port" >scrape.txt 2>/dev/null <<'PY'
+import sys, urllib.request
+text = urllib.request.urlopen(f"http://127.0.0.1:{sys.argv[1]}/metrics", timeout=2).read().decode()
+if "cohort_step{" not in text:
+    sys.exit(1)
+print(text, end="")
+PY
+  then scraped=1; break; fi
+  sleep 0.05
+done
+wait $pid || fail "live run: $(cat live.log)"
+[ $scraped = 1 ] || fail "the endpoint never served cohort_step"
+grep -q '^cohort_samples_per_second{' scrape.txt || fail "scrape: $(head scrape.txt)"
+if command -v promtool >/dev/null; then
+  promtool check metrics <scrape.txt || fail "promtool rejects the endpoint's answer"
+fi
+echo "endpoint: scraped 127.0.0.1:$port during the run"
+
+"$cohort" top plain --once >top.txt || fail "top failed"
+grep -q "^step 128/128 \[#*\] 100%  finished: epochs" top.txt || fail "top: $(cat top.txt)"
+grep -q "^busy ms by rank: r0 [0-9.]*\*\{0,1\} r1 " top.txt || fail "top: $(cat top.txt)"
+echo "monitor: ok"
