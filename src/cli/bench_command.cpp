@@ -13,6 +13,7 @@
 #include "cohort/error.hpp"
 #include "cohort/train/bench_ckpt.hpp"
 #include "cohort/train/bench_ddp.hpp"
+#include "cohort/train/bench_monitor.hpp"
 #include "command.hpp"
 
 namespace po = boost::program_options;
@@ -269,11 +270,70 @@ int bench_ckpt(const std::vector<std::string>& args, int* argc, char*** argv) {
   return 0;
 }
 
+int bench_monitor(const std::vector<std::string>& args, int* argc, char*** argv) {
+  train::MonitorBenchOptions o;
+  po::options_description desc("cohort bench monitor options");
+  desc.add_options()("help,h", "show this help")("json", "print JSON")(
+      "dir", po::value(&o.dir)->default_value(o.dir),
+      "where the data and runs go (a fresh subdirectory)")(
+      "hidden", po::value(&o.hidden)->multitoken(), "MLP hidden widths (default 1024 1024)")(
+      "steps", po::value(&o.steps)->default_value(o.steps), "steps per run")(
+      "batch", po::value(&o.batch)->default_value(o.batch), "samples per rank per step")(
+      "summary-every", po::value(&o.summary_every)->default_value(o.summary_every),
+      "monitor.summary_every of the monitored runs")(
+      "rounds", po::value(&o.rounds)->default_value(o.rounds), "rounds (medians)")(
+      "threads", po::value(&o.threads)->default_value(o.threads), "torch threads per rank");
+  po::variables_map vm;
+  po::store(po::command_line_parser(args).options(desc).run(), vm);
+  po::notify(vm);
+  if (vm.count("help")) {
+    std::cout << "usage: cohort launch -n N -- cohort bench monitor [options]\n" << desc;
+    return 0;
+  }
+  COHORT_CHECK(o.rounds > 0 && o.steps > 10 && !o.hidden.empty(), UsageError,
+               "cohort bench monitor: --rounds must be positive, --steps above 10, --hidden set");
+  comm::MpiSession session(argc, argv);
+  const auto r = train::bench_monitor(session, o);
+  if (session.rank() != 0) return 0;
+  if (vm.count("json")) {
+    std::cout << json{{"ranks", r.ranks},
+                      {"steps", o.steps},
+                      {"summary_every", o.summary_every},
+                      {"step_on_ms", r.step_on_ms},
+                      {"step_off_ms", r.step_off_ms},
+                      {"overhead", r.overhead},
+                      {"self_ms", r.self_ms},
+                      {"self_share", r.self_share},
+                      {"on_rounds_ms", r.on_rounds_ms},
+                      {"off_rounds_ms", r.off_rounds_ms}}
+                     .dump(2)
+              << "\n";
+    return 0;
+  }
+  std::printf(
+      "monitoring overhead, %d ranks, MLP %s, %lld steps x %d rounds (medians)\n", r.ranks,
+      [&] {
+        std::string h;
+        for (auto x : o.hidden) h += (h.empty() ? "" : "x") + std::to_string(x);
+        return h;
+      }()
+          .c_str(),
+      static_cast<long long>(o.steps), o.rounds);
+  std::printf("  metrics off   %8.3f ms per step (median)\n", r.step_off_ms);
+  std::printf("  metrics on    %8.3f ms per step (median)\n", r.step_on_ms);
+  std::printf("  overhead      %+7.2f%%  median of the rounds' on/off ratios (floor <= +2%%)\n",
+              100 * r.overhead);
+  std::printf("  self-timed    %8.3f ms per step in the monitor = %.2f%% of a step (rank 0)\n",
+              r.self_ms, 100 * r.self_share);
+  return 0;
+}
+
 int run_bench(const std::vector<std::string>& args, int* argc, char*** argv) {
   const std::string what = args.empty() ? "" : args.front();
   if (what == "--help" || what == "-h" || what == "help") {
-    std::cout << "usage: cohort bench <allreduce|ddp|io|ckpt> [options] [--json]\n       cohort "
-                 "bench <benchmark> --help\n";
+    std::cout
+        << "usage: cohort bench <allreduce|ddp|io|ckpt|monitor> [options] [--json]\n       cohort "
+           "bench <benchmark> --help\n";
     return 0;
   }
   const std::vector<std::string> rest(args.begin() + (args.empty() ? 0 : 1), args.end());
@@ -281,8 +341,9 @@ int run_bench(const std::vector<std::string>& args, int* argc, char*** argv) {
   if (what == "ddp") return bench_ddp(rest, argc, argv);
   if (what == "io") return bench_io(rest);
   if (what == "ckpt") return bench_ckpt(rest, argc, argv);
+  if (what == "monitor") return bench_monitor(rest, argc, argv);
   COHORT_THROW(UsageError, "cohort bench: unknown benchmark '", what,
-               "' (allreduce, ddp, io, ckpt)");
+               "' (allreduce, ddp, io, ckpt, monitor)");
 }
 
 }  // namespace cohort::cli

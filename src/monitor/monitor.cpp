@@ -5,6 +5,8 @@
 #include <ATen/ops/zeros.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 
@@ -16,6 +18,9 @@ namespace cohort::monitor {
 namespace {
 
 constexpr std::int64_t kHostBytes = 64;
+constexpr std::chrono::seconds kTextfileInterval(2);
+const char* const kPhaseKeys[kPhases] = {"data_s",      "forward_s",    "backward_s", "comm_s",
+                                         "optimizer_s", "checkpoint_s", "other_s"};
 
 std::vector<std::string> gather_hosts(comm::Communicator& control) {
   at::Tensor mine = at::zeros({kHostBytes}, at::kByte);
@@ -127,51 +132,73 @@ void Monitor::diagnose(const Finding& f) {
 }
 
 void Monitor::step(const StepSample& s) {
+  const auto start = std::chrono::steady_clock::now();
+  step_inner(s);
+  own_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+void Monitor::step_inner(const StepSample& s) {
   ++steps_;
   samples_ += s.samples;
   seconds_ += s.seconds;
   data_seconds_ += s.phase[static_cast<int>(Phase::kData)];
   if (rank0_) {
-    nlohmann::json record = {
-        {"event", "step"}, {"step", s.step}, {"epoch", s.epoch}, {"loss", s.loss}, {"lr", s.lr}};
+    std::vector<std::pair<const char*, double>>& f = step_fields_;
+    f.clear();
+    f.emplace_back("step", static_cast<double>(s.step));
+    f.emplace_back("epoch", static_cast<double>(s.epoch));
+    f.emplace_back("loss", s.loss);
+    f.emplace_back("lr", s.lr);
     if (options_.enabled) {
-      record["grad_norm"] = s.grad_norm;
-      record["samples"] = s.samples;
-      if (s.tokens > 0) record["tokens"] = s.tokens;
-      record["step_s"] = s.seconds;
-      for (int p = 0; p < kPhases; ++p) {
-        record[std::string(phase_name(p)) + "_s"] = s.phase[static_cast<std::size_t>(p)];
-      }
+      if (std::isfinite(s.grad_norm)) f.emplace_back("grad_norm", s.grad_norm);  // if measured
+      f.emplace_back("samples", static_cast<double>(s.samples));
+      if (s.tokens > 0) f.emplace_back("tokens", static_cast<double>(s.tokens));
+      f.emplace_back("step_s", s.seconds);
+      for (int p = 0; p < kPhases; ++p) f.emplace_back(kPhaseKeys[p], s.phase[p]);
     }
-    jsonl_->write(std::move(record));
+    jsonl_->write_step(f);
     console_->step(s, seconds_ > 0 ? static_cast<double>(samples_) / seconds_ : 0,
                    seconds_ > 0 ? data_seconds_ / seconds_ : 0);
   }
   if (!options_.enabled) return;
   aggregator_->add(s);
-  if (options_.summary_every > 0 && s.step % options_.summary_every == 0) summarize();
+  if (options_.summary_every > 0 && s.step % options_.summary_every == 0) {
+    summarize(/*final=*/s.step == options_.total_steps);
+  }
 }
 
 void Monitor::finish() {
-  if (options_.enabled && aggregator_->window_steps() > 0) summarize();
+  const auto start = std::chrono::steady_clock::now();
+  if (options_.enabled && aggregator_->window_steps() > 0) summarize(/*final=*/true);
+  own_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-void Monitor::summarize() {
+void Monitor::summarize(bool final) {
   const ProcessSample process = process_->sample();
   const GpuSample gpu = gpu_->sample();
   const Summary summary =
       aggregator_->summarize(process, gpu, gradients_.flight_recorder().totals("all_reduce"));
   const auto found = diagnoser_->observe(summary);
-  const auto samples = metric_samples(summary, options_.total_steps, labels_, diagnoser_->active());
-  if (http_->exporter) http_->exporter->update(samples);
+  // Rewritten at most every kTextfileInterval (and at the end): replacing a file costs a rename,
+  // which on ext4 also writes the new file's data out at once (auto_da_alloc), and
+  // node_exporter reads it every 15 s or so anyway.
+  const auto now = std::chrono::steady_clock::now();
+  const bool textfile =
+      rank0_ && !options_.prom_file.empty() && (final || now - prom_written_ >= kTextfileInterval);
+  if (http_->exporter || textfile) {
+    const auto samples =
+        metric_samples(summary, options_.total_steps, labels_, diagnoser_->active());
+    if (http_->exporter) http_->exporter->update(samples);
+    if (textfile) {
+      prom_written_ = now;
+      std::filesystem::path path(options_.prom_file);
+      if (path.is_relative()) path = std::filesystem::path(options_.run_dir) / path;
+      write_file_atomically(path.string(), prometheus_text(samples));
+    }
+  }
   if (!rank0_) return;
   jsonl_->write(to_json(summary));
   for (const auto& f : found) diagnose(f);
-  if (!options_.prom_file.empty()) {
-    std::filesystem::path path(options_.prom_file);
-    if (path.is_relative()) path = std::filesystem::path(options_.run_dir) / path;
-    write_file_atomically(path.string(), prometheus_text(samples));
-  }
 }
 
 }  // namespace cohort::monitor

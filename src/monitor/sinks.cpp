@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -17,14 +18,52 @@ JsonlSink::JsonlSink(const std::string& path, bool append)
   COHORT_CHECK(out_.is_open(), IoError, path, ": cannot open for writing");
 }
 
-void JsonlSink::write(nlohmann::json record) {
-  if (!record.contains("t")) {
-    const auto now = std::chrono::system_clock::now().time_since_epoch();
-    record["t"] = std::round(std::chrono::duration<double>(now).count() * 1e3) / 1e3;
+namespace {
+
+double unix_time_ms() {
+  const auto now = std::chrono::system_clock::now().time_since_epoch();
+  return std::round(std::chrono::duration<double>(now).count() * 1e3) / 1e3;
+}
+
+// Shortest text that reads back as the same double (std::to_chars), or null.
+void append_number(std::string& out, double v) {
+  if (!std::isfinite(v)) {
+    out += "null";
+    return;
   }
+  char buffer[32];
+  const auto end = std::to_chars(buffer, buffer + sizeof buffer, v).ptr;
+  out.append(buffer, end);
+}
+
+}  // namespace
+
+void JsonlSink::write(nlohmann::json record) {
+  if (!record.contains("t")) record["t"] = unix_time_ms();
   const std::string line = record.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   std::lock_guard<std::mutex> lock(mutex_);
   out_ << line << '\n' << std::flush;
+  flushed_ = std::chrono::steady_clock::now();
+}
+
+void JsonlSink::write_step(const std::vector<std::pair<const char*, double>>& fields) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  line_.assign("{\"event\":\"step\"");
+  for (const auto& [key, value] : fields) {
+    line_ += ",\"";
+    line_ += key;
+    line_ += "\":";
+    append_number(line_, value);
+  }
+  line_ += ",\"t\":";
+  append_number(line_, unix_time_ms());
+  line_ += "}\n";
+  out_ << line_;
+  const auto now = std::chrono::steady_clock::now();
+  if (now - flushed_ >= std::chrono::seconds(1)) {
+    out_.flush();
+    flushed_ = now;
+  }
 }
 
 namespace {
@@ -198,6 +237,9 @@ void ConsoleSink::line(const std::string& text) {
 void ConsoleSink::step(const StepSample& s, double samples_per_s, double data_wait) {
   step_ema_ = step_ema_ == 0 ? s.seconds : 0.9 * step_ema_ + 0.1 * s.seconds;
   if (bar_) {
+    const auto now = std::chrono::steady_clock::now();  // redrawn at most 10 times a second
+    if (drawn_ && s.step != total_ && now - drawn_at_ < std::chrono::milliseconds(100)) return;
+    drawn_at_ = now;
     const double eta = step_ema_ * static_cast<double>(total_ - s.step);
     const int percent = total_ > 0 ? static_cast<int>(100 * s.step / total_) : 0;
     clear();

@@ -4,6 +4,7 @@
 #include <ATen/ops/from_blob.h>
 
 #include <algorithm>
+#include <cmath>
 #include <nlohmann/json.hpp>
 
 #include "cohort/comm/communicator.hpp"
@@ -45,7 +46,10 @@ void MetricsAggregator::add(const StepSample& s) {
   for (int i = 0; i < kPhases; ++i) phase_[static_cast<std::size_t>(i)] += s.phase[i];
   loss_sum_ += s.loss;
   last_loss_ = s.loss;
-  grad_norm_sum_ += s.grad_norm;
+  if (std::isfinite(s.grad_norm)) {  // NaN: not measured at this step
+    grad_norm_sum_ += s.grad_norm;
+    ++grad_norms_;
+  }
   lr_ = s.lr;
   samples_ += s.samples;
   tokens_ += s.tokens;
@@ -116,12 +120,12 @@ Summary MetricsAggregator::summarize(const ProcessSample& process, const GpuSamp
   const double n = std::max<std::int64_t>(steps_, 1);
   s.loss = loss_sum_ / n;
   s.last_loss = last_loss_;
-  s.grad_norm = grad_norm_sum_ / n;
+  s.grad_norm = grad_norms_ > 0 ? grad_norm_sum_ / static_cast<double>(grad_norms_) : 0;
   s.lr = lr_;
   s.gpu = gpu.available;
   steps_ = 0;
   seconds_ = loss_sum_ = grad_norm_sum_ = 0;
-  samples_ = tokens_ = 0;
+  samples_ = tokens_ = grad_norms_ = 0;
   phase_.fill(0);
   allreduce_at_start_ = allreduce;
   return s;

@@ -92,10 +92,13 @@ const std::vector<KeySpec>& config_table() {
       {"monitor", "enabled", K::kBool, "true",
        "per-step timing, cross-rank summaries, Prometheus file, diagnosis (off: loss records "
        "only)"},
-      {"monitor", "summary_every", K::kInt, "20",
+      {"monitor", "summary_every", K::kInt, "50",
        "steps between cross-rank summaries (one small all-gather each)"},
       {"monitor", "prom_file", K::kString, "metrics.prom",
        "Prometheus textfile, relative to train.run_dir unless absolute (\"\": none)"},
+      {"monitor", "grad_norm_every", K::kInt, "10",
+       "gradient norm every N steps (one read of all gradients; every step when clipping; 0: "
+       "never)"},
       {"monitor", "http_port", K::kInt, "-1",
        "serve /metrics on local rank 0 of each node (-1: off, 0: any free port)"},
       {"monitor", "http_bind", K::kString, "127.0.0.1", "address the /metrics endpoint binds to"},

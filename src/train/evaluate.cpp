@@ -21,7 +21,7 @@ void broadcast_buffers(Model& model, comm::Communicator& comm) {
 }
 
 EvalResult evaluate(Model& model, const std::string& path, std::int64_t batch_size,
-                    comm::Communicator& comm) {
+                    comm::Communicator& comm, comm::Communicator& control) {
   broadcast_buffers(model, comm);
   model.eval();
   torch::NoGradGuard no_grad;
@@ -45,7 +45,7 @@ EvalResult evaluate(Model& model, const std::string& path, std::int64_t batch_si
     count += items;
   }
   at::Tensor sums = at::tensor({loss_sum, correct, count}, at::kDouble);
-  comm.all_reduce(sums);
+  control.all_reduce(sums);  // host scalars: the CPU communicator, whatever the model's device
   model.train();
   EvalResult result;
   const auto* s = sums.data_ptr<double>();

@@ -17,10 +17,11 @@ namespace cohort::train {
 // Mean cross-entropy: logits [B, C] against int64 labels [B], or [B, L, V] against [B, L].
 at::Tensor loss_of(const at::Tensor& logits, const at::Tensor& targets);
 
-// Evaluates the model on this rank's contiguous range of the validation set and all-reduces the
-// sums over comm. Collective. Leaves the model in training mode.
+// Evaluates the model on this rank's contiguous range of the validation set: buffers broadcast
+// over `comm` (the model's device), the host sums all-reduced over `control` (CPU). Collective.
+// Leaves the model in training mode.
 EvalResult evaluate(Model& model, const std::string& path, std::int64_t batch_size,
-                    comm::Communicator& comm);
+                    comm::Communicator& comm, comm::Communicator& control);
 
 // bf16 autocast for the forward pass (train.precision = bf16), as torch.autocast does it: inside
 // the scope, matrix products and convolutions run in bfloat16 while weights, gradients, the loss

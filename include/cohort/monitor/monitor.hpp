@@ -5,7 +5,8 @@
 //    metrics.jsonl and writes a "run" record (schema version, ranks, hosts, Slurm job);
 //  - step(sample) after every optimizer step: rank 0 writes a "step" record and the console
 //    line; every monitor.summary_every steps all ranks take part in one all-gather (summarize),
-//    then rank 0 writes a "summary" record and the Prometheus textfile, local rank 0 updates its
+//    then rank 0 writes a "summary" record and (at most every 2 s, and at the end) the
+//    Prometheus textfile, local rank 0 updates its
 //    /metrics endpoint, and the diagnosis rules run (a new finding is a "diagnosis" record and a
 //    console line);
 //  - event(record) from rank 0's view (checkpoints, signals, requeue, evaluation...): the record
@@ -15,6 +16,7 @@
 // the console lines remain: no grad norm, no summaries, no textfile, no endpoint.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <map>
@@ -40,7 +42,7 @@ struct MonitorOptions {
   bool append = false;  // a resumed run: metrics.jsonl continues
   std::int64_t total_steps = 0;
   std::int64_t log_every = 10;  // plain console lines
-  std::int64_t summary_every = 20;
+  std::int64_t summary_every = 50;
   std::string prom_file = "metrics.prom";  // relative to run_dir unless absolute; "" off
   int http_port = -1;                      // < 0 off; 0 any free port
   std::string http_bind = "127.0.0.1";
@@ -71,10 +73,13 @@ class Monitor {
   void diagnose(const Finding& finding);
   void finish();          // collective
   int http_port() const;  // 0 when there is no endpoint on this rank
+  // Wall time spent in step() and finish() so far: what the monitor itself costs this rank.
+  double own_seconds() const { return own_seconds_; }
   const std::vector<std::string>& hosts() const { return hosts_; }
 
  private:
-  void summarize();
+  void step_inner(const StepSample& sample);
+  void summarize(bool final = false);
   void start_endpoint();  // collective
 
   MonitorOptions options_;
@@ -91,7 +96,10 @@ class Monitor {
   struct Http;
   std::unique_ptr<Http> http_;
   std::map<std::string, std::string> labels_;
+  std::vector<std::pair<const char*, double>> step_fields_;  // reused: no allocation per step
+  std::chrono::steady_clock::time_point prom_written_{};
   std::int64_t steps_ = 0, samples_ = 0;
+  double own_seconds_ = 0;
   double seconds_ = 0, data_seconds_ = 0;
 };
 

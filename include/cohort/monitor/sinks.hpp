@@ -1,6 +1,8 @@
 // Where metrics go (docs/formats/metrics.md describes each format):
 //  - JsonlSink: <run_dir>/metrics.jsonl, one JSON object per line, every one with "event" and
-//    "t" (Unix time, seconds); thread-safe (the watchdog's thread writes its event too).
+//    "t" (Unix time, seconds); thread-safe (the watchdog's thread writes its event too). Records
+//    are flushed at once, except step records: those are flushed at least once a second (and
+//    with the next record of any other kind), so that a fast step does not pay a system call.
 //  - Prometheus text: metric_samples() turns a summary into gauges; prometheus_text() renders
 //    them in the text exposition format, and write_file_atomically() replaces the textfile the
 //    way node_exporter's textfile collector needs (a temporary file in the same directory, then
@@ -11,6 +13,7 @@
 //    progress line first.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <fstream>
@@ -18,6 +21,7 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cohort/monitor/step_metrics.hpp"
@@ -32,11 +36,16 @@ class JsonlSink {
   // Opens `path` for appending (`append`) or anew. Throws IoError when it cannot.
   JsonlSink(const std::string& path, bool append);
   void write(nlohmann::json record);  // adds "t" when absent; one line, flushed
+  // A step record, formatted without nlohmann (a step record per millisecond-step must cost
+  // microseconds): `fields` are (key, value) pairs; non-finite values are written as null.
+  void write_step(const std::vector<std::pair<const char*, double>>& fields);
 
  private:
   std::mutex mutex_;
   std::ofstream out_;
   std::string path_;
+  std::string line_;
+  std::chrono::steady_clock::time_point flushed_{};
 };
 
 struct MetricSample {
@@ -73,6 +82,7 @@ class ConsoleSink {
   std::int64_t total_, log_every_;
   double step_ema_ = 0;
   bool drawn_ = false;
+  std::chrono::steady_clock::time_point drawn_at_{};
 };
 
 }  // namespace cohort::monitor

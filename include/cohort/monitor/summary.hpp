@@ -104,7 +104,7 @@ class MetricsAggregator {
   ModelCost cost_;
   std::int64_t steps_ = 0, first_step_ = 0, last_step_ = 0;
   double seconds_ = 0, loss_sum_ = 0, grad_norm_sum_ = 0, last_loss_ = 0, lr_ = 0;
-  std::int64_t samples_ = 0, tokens_ = 0;
+  std::int64_t samples_ = 0, tokens_ = 0, grad_norms_ = 0;
   std::array<double, kPhases> phase_{};
   comm::OpTotals allreduce_at_start_;
 };

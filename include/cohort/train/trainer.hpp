@@ -42,6 +42,8 @@ struct TrainSummary {
   // All ranks, after the first 3 steps and without evaluation time (0 for shorter runs): the
   // figure benchmarks compare.
   double steady_samples_per_s = 0;
+  // This rank's time in monitoring: the monitor's own calls and the gradient norms it asked for.
+  double monitor_seconds = 0;
   std::string stop_reason;  // "epochs", "max_steps", "target reached", "SIGUSR1", ...
   bool resumable = false;   // stopped by a signal after a checkpoint: exit code 75
   int ranks = 1;
