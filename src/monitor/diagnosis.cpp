@@ -85,7 +85,10 @@ std::vector<Finding> Diagnoser::observe(const Summary& s) {
                        s[Field::kGpuUtil].mean, t_.gpu_util_low, 100 * data) +
                 " at " + steps(s) + "; the GPUs are starved: check the input pipeline";
   }
-  fire(out, "data-bound", data >= t_.data_bound_fraction || gpu_idle, f);
+  // The first summary of a start holds its warm-up (the first batch read cold, first
+  // collectives): no data- or comm-bound verdict on it.
+  const bool warm = ++observed_ > 1;
+  fire(out, "data-bound", warm && (data >= t_.data_bound_fraction || gpu_idle), f);
   // comm-bound
   const FieldStats& comm = s[Field::kComm];
   const double least = comm.min / step;
@@ -96,7 +99,7 @@ std::vector<Finding> Diagnoser::observe(const Summary& s) {
               " at " + steps(s) +
               "; overlap it (parallel.overlap), use larger buckets (parallel.bucket_mb) or "
               "larger batches";
-  fire(out, "comm-bound", s.ranks > 1 && least >= t_.comm_bound_fraction, f);
+  fire(out, "comm-bound", warm && s.ranks > 1 && least >= t_.comm_bound_fraction, f);
   // straggler
   const double mid = median(s.rank_busy);
   const int slow = s.slowest_rank;

@@ -4,6 +4,8 @@
 #  - a rank slowed by debug.slow_ms is named as the straggler (rank 1, then rank 0, so the name
 #    comes from the measurement);
 #  - a learning rate that blows the loss up ends with exit code 4 and a divergence record;
+#  - a rank that stops answering (debug.slow_ms beyond parallel.timeout_s) ends the run with exit
+#    76, and rank 0's watchdog writes its message to metrics.jsonl;
 #  - `cohort report --json` finds again what the run found.
 set -euo pipefail
 cohort=$1 work=$2
@@ -44,6 +46,14 @@ rc=$?
 set -e
 [ $rc = 4 ] || fail "diverging run: exit $rc, expected 4: $(cat diverge.log)"
 rules diverge | grep -qx divergence || fail "no divergence record: $(tail -3 diverge/metrics.jsonl)"
+
+set +e
+train hang --set debug.slow_rank=1 --set debug.slow_ms=8000 --set parallel.timeout_s=2 >hang.log 2>&1
+rc=$?
+set -e
+[ $rc = 76 ] || fail "hung rank: exit $rc, expected 76: $(cat hang.log)"
+grep -q '"event":"watchdog".*timed out\|"event":"watchdog"' hang/metrics.jsonl ||
+  fail "no watchdog record: $(tail -3 hang/metrics.jsonl)"
 
 "$cohort" report straggler1 --json >report.json || fail "report failed"
 /usr/bin/python3 - <<'PY' || fail "report --json: $(cat report.json)"

@@ -3,7 +3,9 @@
 #  - consistency of metrics.jsonl (check_metrics.py), and metrics.prom parsed by promtool;
 #  - the live /metrics endpoint (monitor.http_port=0: any free port) answers while the run goes,
 #    bound to 127.0.0.1, and promtool parses what it serves;
-#  - `cohort top --once` shows the run.
+#  - `cohort top` follows the live run (off a terminal: a frame per change) and ends with it;
+#    `cohort top --once` shows a finished run;
+#  - a missing run directory is a one-line error with exit code 3 (report and top).
 set -euo pipefail
 cohort=$1 work=$2 here=$(cd "$(dirname "$0")" && pwd)
 rm -rf "$work" && mkdir -p "$work" && cd "$work"
@@ -39,6 +41,8 @@ for _ in $(seq 1 300); do
   sleep 0.05
 done
 [ -n "$port" ] || { kill $pid; fail "no endpoint announced: $(cat live.log)"; }
+timeout 120 "$cohort" top live --interval 0.2 >top_live.txt 2>&1 &
+top_pid=$!
 scraped=0
 for _ in $(seq 1 100); do
   if $py - "$port" >scrape.txt 2>/dev/null <<'PY'
@@ -52,6 +56,11 @@ PY
   sleep 0.05
 done
 wait $pid || fail "live run: $(cat live.log)"
+wait $top_pid || fail "cohort top did not end with the run: $(tail -5 top_live.txt)"
+frames=$(grep -c "^cohort top  live" top_live.txt)
+[ "$frames" -ge 2 ] || fail "cohort top drew $frames frame(s) while the run went"
+tail -12 top_live.txt | grep -q "^step 128/128 .* finished: epochs" || fail "top's last frame: $(tail -8 top_live.txt)"
+echo "top: followed the live run, $frames frames"
 [ $scraped = 1 ] || fail "the endpoint never served cohort_step"
 grep -q '^cohort_samples_per_second{' scrape.txt || fail "scrape: $(head scrape.txt)"
 if command -v promtool >/dev/null; then
@@ -62,4 +71,13 @@ echo "endpoint: scraped 127.0.0.1:$port during the run"
 "$cohort" top plain --once >top.txt || fail "top failed"
 grep -q "^step 128/128 \[#*\] 100%  finished: epochs" top.txt || fail "top: $(cat top.txt)"
 grep -q "^busy ms by rank: r0 [0-9.]*\*\{0,1\} r1 " top.txt || fail "top: $(cat top.txt)"
+for tool in report top; do
+  set +e
+  "$cohort" $tool no-such-run >bad.txt 2>&1
+  rc=$?
+  set -e
+  [ $rc = 3 ] || fail "$tool of a missing run: exit $rc"
+  grep -q "^cohort: error: no-such-run/metrics.jsonl: no such file" bad.txt || fail "$tool: $(cat bad.txt)"
+  [ "$(wc -l <bad.txt)" = 1 ] || fail "$tool: more than one line: $(cat bad.txt)"
+done
 echo "monitor: ok"

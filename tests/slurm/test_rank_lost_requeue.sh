@@ -33,5 +33,10 @@ grep -q "^step failed (exit 7[67]\|^step failed (exit 137" "$out" ||
 grep -q "^step failed (exit [0-9]*): requeued job $job (restart 1/3); the next run resumes from step-" "$out" ||
   fail "the batch script did not requeue the job"
 grep -q "^resumed from .*/checkpoints/step-" "$out" || fail "the restart did not resume"
+# The run's own record says it too (cohort report / top show it): supervise's requeue record and
+# a second start.
+grep -q '"event":"requeue".*requeued job '"$job" lost/metrics.jsonl ||
+  fail "no requeue record in lost/metrics.jsonl"
+[ "$(grep -c '"event":"run"' lost/metrics.jsonl)" -ge 2 ] || fail "no second start in metrics.jsonl"
 same_final_state ref lost 1360
 echo "SIG$signal to one rank: $(( $(date +%s) - killed )) s from the signal to the end of the requeued job"

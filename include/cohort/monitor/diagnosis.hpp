@@ -11,6 +11,7 @@
 //    rank's by straggler_margin in straggler_windows summaries in a row.
 //  - divergence: the loss is not finite, or its window mean rose in each of divergence_windows
 //    summaries in a row, by divergence_rise in all and by at least 1% of the first summary's.
+// The first summary (a start's warm-up) gets no data- or comm-bound verdict.
 // observe() returns the findings that start with this summary: a rule that keeps firing is said
 // once, and again only after it has cleared (or, for a straggler, when another rank is named).
 #pragma once
@@ -60,6 +61,7 @@ class Diagnoser {
   std::vector<std::string> hosts_;
   std::map<std::string, bool> active_;
   int straggler_ = -1, straggler_streak_ = 0;
+  std::int64_t observed_ = 0;  // summaries seen
   std::deque<double> losses_;
   double initial_loss_ = 0;  // the first summary's
 };

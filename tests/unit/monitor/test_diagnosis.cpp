@@ -53,6 +53,7 @@ BOOST_AUTO_TEST_SUITE(monitor_diagnosis)
 
 BOOST_AUTO_TEST_CASE(data_bound_fires_once_above_the_threshold) {
   Diagnoser d(Thresholds{});
+  BOOST_TEST(d.observe(window(10, 0.1, {0.1, 0.1}, 0.09)).empty());  // warm-up: no verdict
   BOOST_TEST(d.observe(window(10, 0.1, {0.1, 0.1}, 0.02)).empty());  // 20% < 25%
   const auto found = d.observe(window(20, 0.1, {0.1, 0.1}, 0.05));   // 50%
   BOOST_TEST_REQUIRE(found.size() == 1u);
@@ -70,7 +71,8 @@ BOOST_AUTO_TEST_CASE(low_gpu_utilisation_is_data_bound_too) {
   Thresholds t;
   t.gpu_util_low = 60;
   Diagnoser d(t);
-  auto s = window(10, 0.1, {0.1, 0.1});
+  d.observe(window(10, 0.1, {0.1, 0.1}));  // warm-up
+  auto s = window(20, 0.1, {0.1, 0.1});
   s.gpu = true;
   s.fields[static_cast<int>(Field::kGpuUtil)].mean = 35;
   const auto found = d.observe(s);
@@ -80,12 +82,14 @@ BOOST_AUTO_TEST_CASE(low_gpu_utilisation_is_data_bound_too) {
 
 BOOST_AUTO_TEST_CASE(comm_bound_needs_every_rank_waiting) {
   Diagnoser d(Thresholds{});
+  BOOST_TEST(d.observe(window(10, 0.1, {0.06, 0.06})).empty());  // warm-up
   // Both ranks spend 40% of the step in exposed communication.
-  BOOST_TEST(rules(d.observe(window(10, 0.1, {0.06, 0.06}))) ==
+  BOOST_TEST(rules(d.observe(window(20, 0.1, {0.06, 0.06}))) ==
              std::vector<std::string>{"comm-bound"});
   Diagnoser e(Thresholds{});
   // One rank is slow: the other waits 50%, but the slow one hardly waits: not comm-bound.
   BOOST_TEST(e.observe(window(10, 0.1, {0.05, 0.099})).empty());
+  BOOST_TEST(e.observe(window(20, 0.1, {0.05, 0.099})).empty());
 }
 
 BOOST_AUTO_TEST_CASE(straggler_named_after_enough_windows) {
