@@ -68,8 +68,18 @@ Finding Diagnoser::non_finite_loss(std::int64_t step, double loss) {
 
 std::vector<Finding> Diagnoser::observe(const Summary& s) {
   std::vector<Finding> out;
+  // The first summary of a start holds its warm-up (the first batch read cold, first
+  // collectives): no data- or comm-bound verdict on it.
+  const bool warm = ++observed_ > 1;
+  data_rule(s, warm, out);
+  comm_rule(s, warm, out);
+  straggler_rule(s, out);
+  divergence_rule(s, out);
+  return out;
+}
+
+void Diagnoser::data_rule(const Summary& s, bool warm, std::vector<Finding>& out) {
   const double step = std::max(s[Field::kStep].mean, 1e-12);
-  // data-bound
   const double data = s[Field::kData].mean / step;
   const bool gpu_idle = s.gpu && s[Field::kGpuUtil].mean < t_.gpu_util_low;
   Finding f;
@@ -85,13 +95,15 @@ std::vector<Finding> Diagnoser::observe(const Summary& s) {
                        s[Field::kGpuUtil].mean, t_.gpu_util_low, 100 * data) +
                 " at " + steps(s) + "; the GPUs are starved: check the input pipeline";
   }
-  // The first summary of a start holds its warm-up (the first batch read cold, first
-  // collectives): no data- or comm-bound verdict on it.
-  const bool warm = ++observed_ > 1;
   fire(out, "data-bound", warm && (data >= t_.data_bound_fraction || gpu_idle), f);
-  // comm-bound
+}
+
+void Diagnoser::comm_rule(const Summary& s, bool warm, std::vector<Finding>& out) {
+  const double step = std::max(s[Field::kStep].mean, 1e-12);
   const FieldStats& comm = s[Field::kComm];
   const double least = comm.min / step;
+  Finding f;
+  f.step = s.step;
   f.message = format(
                   "comm-bound: exposed communication takes %.0f%% of each step on every rank "
                   "(%.1f ms of %.1f ms at least)",
@@ -100,7 +112,9 @@ std::vector<Finding> Diagnoser::observe(const Summary& s) {
               "; overlap it (parallel.overlap), use larger buckets (parallel.bucket_mb) or "
               "larger batches";
   fire(out, "comm-bound", warm && s.ranks > 1 && least >= t_.comm_bound_fraction, f);
-  // straggler
+}
+
+void Diagnoser::straggler_rule(const Summary& s, std::vector<Finding>& out) {
   const double mid = median(s.rank_busy);
   const int slow = s.slowest_rank;
   const double busy = slow < static_cast<int>(s.rank_busy.size()) ? s.rank_busy[slow] : 0;
@@ -108,6 +122,8 @@ std::vector<Finding> Diagnoser::observe(const Summary& s) {
   straggler_streak_ = slower ? (slow == straggler_ ? straggler_streak_ + 1 : 1) : 0;
   if (slower && slow != straggler_) active_["straggler"] = false;  // a new rank is named
   straggler_ = slower ? slow : -1;
+  Finding f;
+  f.step = s.step;
   f.rank = slow;
   f.message = "straggler: " + rank_name(slow) +
               format(" is %.0f%% slower than the median rank (busy %.1f ms vs %.1f ms per step)",
@@ -116,12 +132,13 @@ std::vector<Finding> Diagnoser::observe(const Summary& s) {
               std::to_string(s.step) +
               "; every other rank waits for it: check that node (cohort env --all-ranks, its load)";
   fire(out, "straggler", straggler_streak_ >= t_.straggler_windows, f);
-  f.rank = -1;
-  // divergence
+}
+
+void Diagnoser::divergence_rule(const Summary& s, std::vector<Finding>& out) {
   if (!std::isfinite(s.last_loss) || !std::isfinite(s.loss)) {
-    auto nan = non_finite_loss(s.step, std::isfinite(s.last_loss) ? s.loss : s.last_loss);
-    fire(out, "divergence", true, nan);
-    return out;
+    fire(out, "divergence", true,
+         non_finite_loss(s.step, std::isfinite(s.last_loss) ? s.loss : s.last_loss));
+    return;
   }
   if (losses_.empty() && initial_loss_ == 0) initial_loss_ = std::fabs(s.loss);
   losses_.push_back(s.loss);
@@ -132,6 +149,8 @@ std::vector<Finding> Diagnoser::observe(const Summary& s) {
   // divergence.
   rising = rising && losses_.back() >= losses_.front() * (1 + t_.divergence_rise) &&
            losses_.back() - losses_.front() >= 0.01 * initial_loss_;
+  Finding f;
+  f.step = s.step;
   f.message = format(
                   "divergence: the loss rose in each of the last %.0f summaries, from %.4g to "
                   "%.4g",
@@ -139,7 +158,6 @@ std::vector<Finding> Diagnoser::observe(const Summary& s) {
               " (to step " + std::to_string(s.step) +
               "); lower optim.lr, add warmup (optim.warmup_steps) or clip (optim.clip_norm)";
   fire(out, "divergence", rising, f);
-  return out;
 }
 
 }  // namespace cohort::monitor

@@ -72,7 +72,7 @@ std::string overview(const RunHistory& h) {
   return s + "</table>";
 }
 
-std::string charts(const RunHistory& h) {
+std::string curves(const RunHistory& h) {
   std::string s;
   svg::Series loss{"train loss", "#1f77b4", {}}, eval{"eval loss", "#d62728", {}, true};
   for (const auto& p : h.steps) loss.points.emplace_back(p.step, p.loss);
@@ -87,61 +87,72 @@ std::string charts(const RunHistory& h) {
   }
   svg::Series thr{"samples/s", "#ff7f0e", {}};
   for (const auto& x : h.summaries) thr.points.emplace_back(x.step, x.samples_per_s);
-  if (thr.points.empty()) {
+  if (thr.points.empty()) {  // monitor.enabled was off: from the step records, if timed
     for (const auto& p : h.steps) {
       if (p.timed && p.seconds > 0) thr.points.emplace_back(p.step, p.samples / p.seconds);
     }
     thr.points = thin(thr.points, 1500);
   }
-  s += svg::line_chart("throughput", "Throughput (all ranks)", "step", "samples/s", {thr});
+  return s + svg::line_chart("throughput", "Throughput (all ranks)", "step", "samples/s", {thr});
+}
+
+// One bar per summary (at most 120: every k-th), stacked by phase.
+std::string breakdown(const RunHistory& h) {
   std::vector<double> xs;
   std::vector<svg::Series> layers;
   for (int p = 0; p < kPhases; ++p) layers.push_back({phase_name(p), kPhaseColors[p], {}});
-  const auto windows = thin(
-      [&] {
-        std::vector<std::pair<double, double>> idx;
-        for (std::size_t i = 0; i < h.summaries.size(); ++i) idx.emplace_back(i, i);
-        return idx;
-      }(),
-      120);
-  for (const auto& [i, unused] : windows) {
-    const auto& x = h.summaries[static_cast<std::size_t>(std::lround(i))];
-    xs.push_back(x.step);
+  const std::size_t every = (h.summaries.size() + 119) / 120;
+  for (std::size_t i = 0; i < h.summaries.size(); i += std::max<std::size_t>(every, 1)) {
+    const auto& x = h.summaries[i];
+    xs.push_back(static_cast<double>(x.step));
     for (int p = 0; p < kPhases; ++p) {
       layers[p].points.emplace_back(x.step, 1e3 * x.fields[static_cast<std::size_t>(1 + p)].mean);
     }
   }
-  s += svg::stacked_bars("breakdown", "Step time breakdown (mean over ranks)", "step",
-                         "ms per step", xs, layers);
+  return svg::stacked_bars("breakdown", "Step time breakdown (mean over ranks)", "step",
+                           "ms per step", xs, layers);
+}
+
+std::string communication(const RunHistory& h) {
   svg::Series bw{"bus bandwidth GB/s", "#9467bd", {}}, lat{"all-reduce latency ms", "#8c564b", {}};
   for (const auto& x : h.summaries) {
     bw.points.emplace_back(x.step, x[Field::kBusBandwidth].mean / 1e9);
     lat.points.emplace_back(x.step, 1e3 * x[Field::kAllreduceLatency].mean);
   }
-  s += svg::line_chart("comm", "Gradient all-reduce", "step", "GB/s and ms", {bw, lat});
+  return svg::line_chart("comm", "Gradient all-reduce", "step", "GB/s and ms", {bw, lat});
+}
+
+std::string per_rank(const RunHistory& h) {
   std::vector<double> busy;
   std::vector<std::string> names;
   for (const auto& x : h.summaries) {
     if (busy.size() < x.rank_busy.size()) busy.resize(x.rank_busy.size(), 0);
-    for (std::size_t r = 0; r < x.rank_busy.size(); ++r)
-      busy[r] += 1e3 * x.rank_busy[r] / h.summaries.size();
+    for (std::size_t r = 0; r < x.rank_busy.size(); ++r) {
+      busy[r] += 1e3 * x.rank_busy[r] / static_cast<double>(h.summaries.size());
+    }
   }
   for (std::size_t r = 0; r < busy.size(); ++r) names.push_back("r" + std::to_string(r));
   const int slowest =
       busy.empty() ? -1
                    : static_cast<int>(std::max_element(busy.begin(), busy.end()) - busy.begin());
-  s += svg::bars("ranks", "Per-rank busy time (step minus exposed communication), mean",
-                 "ms per step", names, busy, slowest);
+  return svg::bars("ranks", "Per-rank busy time (step minus exposed communication), mean",
+                   "ms per step", names, busy, slowest);
+}
+
+std::string events_chart(const RunHistory& h) {
   std::vector<svg::Mark> marks;
   double x_max = static_cast<double>(h.total_steps());
   for (const auto& e : h.events) {
-    const double x =
-        e.step >= 0 ? static_cast<double>(e.step) : (h.steps.empty() ? 0 : h.steps.back().step);
+    const double x = e.step >= 0 ? static_cast<double>(e.step)
+                                 : (h.steps.empty() ? 0 : static_cast<double>(h.steps.back().step));
     x_max = std::max(x_max, x);
     marks.push_back({x, e.kind, e.text});
   }
-  s += svg::timeline("events", "Events", x_max, marks);
-  return s;
+  return svg::timeline("events", "Events", x_max, marks);
+}
+
+std::string charts(const RunHistory& h) {
+  return curves(h) + breakdown(h) + communication(h) + per_rank(h) + events_chart(h);
 }
 
 }  // namespace

@@ -30,9 +30,8 @@ std::string clip(std::string line, int width) {
   return line + "\n";
 }
 
-}  // namespace
-
-std::string render_top(const RunHistory& h, const Thresholds& thresholds, double now, int width) {
+// The run, its ranks and hosts, the job and which start this is.
+std::string header(const RunHistory& h, int width) {
   std::string out;
   const auto hosts = h.hosts();
   std::map<std::string, int> distinct;
@@ -43,7 +42,12 @@ std::string render_top(const RunHistory& h, const Thresholds& thresholds, double
                std::to_string(distinct.size()) + " host(s)" + (job.empty() ? "" : ", job " + job) +
                ", start " + std::to_string(h.runs.size()) + ")",
            width);
-  if (h.steps.empty()) return out + "waiting for the first step...\n";
+  return out;
+}
+
+// Progress bar, ETA (or how it ended), loss, and how fresh the file is.
+std::string progress(const RunHistory& h, double now, int width) {
+  std::string out;
   const auto& last = h.steps.back();
   const std::int64_t total = std::max<std::int64_t>(h.total_steps(), 1);
   const int bar = 30,
@@ -60,38 +64,50 @@ std::string render_top(const RunHistory& h, const Thresholds& thresholds, double
                   fmt("  loss %.4f  lr %.3g", last.loss, last.lr) +
                   fmt("  updated %.0f s ago", std::max(0.0, now - last.t)),
               width);
-  if (!h.summaries.empty()) {
-    const Summary& s = h.summaries.back();
-    std::string phases = fmt("step %.1f ms:", 1e3 * s[Field::kStep].mean);
-    for (int p = 0; p < kPhases; ++p) {
-      phases += std::string(" ") + phase_name(p) +
-                fmt(" %.0f%%", 100 * s.fields[static_cast<std::size_t>(1 + p)].mean /
-                                   std::max(s[Field::kStep].mean, 1e-12));
-    }
-    out += clip(fmt("throughput %.1f samples/s", s.samples_per_s) +
-                    (s.tokens_per_s > 0 ? fmt(", %.0f tokens/s", s.tokens_per_s) : "") +
-                    (s.mfu > 0 ? fmt(", MFU %.1f%%", 100 * s.mfu) : "") + "   " + phases,
-                width);
-    out += clip(fmt("all-reduce %.1f/step, %.2f MB/step", s[Field::kAllreduceCount].mean,
-                    s[Field::kAllreduceBytes].mean / 1e6) +
-                    fmt(", latency %.2f ms, bus bw %.2f GB/s",
-                        1e3 * s[Field::kAllreduceLatency].mean, s[Field::kBusBandwidth].mean / 1e9),
-                width);
-    out += clip(fmt("cpu %.2f cores/rank, rss max %.0f MB", s[Field::kCpuUtil].mean,
-                    s[Field::kRssBytes].max / 1e6) +
-                    (s.gpu ? fmt("   gpu %.0f%%, %.0f W", s[Field::kGpuUtil].mean,
-                                 s[Field::kGpuPowerWatts].mean)
-                           : "   gpu -"),
-                width);
-    std::string ranks = "busy ms by rank:";
-    for (std::size_t r = 0; r < s.rank_busy.size() && r < 16; ++r) {
-      ranks += fmt(" r%.0f %.1f", static_cast<double>(r), 1e3 * s.rank_busy[r]) +
-               (static_cast<int>(r) == s.slowest_rank ? "*" : "");
-    }
-    if (s.rank_busy.size() > 16)
-      ranks += " ... (* slowest: r" + std::to_string(s.slowest_rank) + ")";
-    out += clip(ranks, width);
+  return out;
+}
+
+// The latest summary: throughput, step split, all-reduce, CPU/GPU, busy time per rank.
+std::string summary_lines(const Summary& s, int width) {
+  std::string out;
+  std::string phases = fmt("step %.1f ms:", 1e3 * s[Field::kStep].mean);
+  for (int p = 0; p < kPhases; ++p) {
+    phases += std::string(" ") + phase_name(p) +
+              fmt(" %.0f%%", 100 * s.fields[static_cast<std::size_t>(1 + p)].mean /
+                                 std::max(s[Field::kStep].mean, 1e-12));
   }
+  out += clip(fmt("throughput %.1f samples/s", s.samples_per_s) +
+                  (s.tokens_per_s > 0 ? fmt(", %.0f tokens/s", s.tokens_per_s) : "") +
+                  (s.mfu > 0 ? fmt(", MFU %.1f%%", 100 * s.mfu) : "") + "   " + phases,
+              width);
+  out += clip(fmt("all-reduce %.1f/step, %.2f MB/step", s[Field::kAllreduceCount].mean,
+                  s[Field::kAllreduceBytes].mean / 1e6) +
+                  fmt(", latency %.2f ms, bus bw %.2f GB/s", 1e3 * s[Field::kAllreduceLatency].mean,
+                      s[Field::kBusBandwidth].mean / 1e9),
+              width);
+  out += clip(fmt("cpu %.2f cores/rank, rss max %.0f MB", s[Field::kCpuUtil].mean,
+                  s[Field::kRssBytes].max / 1e6) +
+                  (s.gpu ? fmt("   gpu %.0f%%, %.0f W", s[Field::kGpuUtil].mean,
+                               s[Field::kGpuPowerWatts].mean)
+                         : "   gpu -"),
+              width);
+  std::string ranks = "busy ms by rank:";
+  for (std::size_t r = 0; r < s.rank_busy.size() && r < 16; ++r) {
+    ranks += fmt(" r%.0f %.1f", static_cast<double>(r), 1e3 * s.rank_busy[r]) +
+             (static_cast<int>(r) == s.slowest_rank ? "*" : "");
+  }
+  if (s.rank_busy.size() > 16) ranks += " ... (* slowest: r" + std::to_string(s.slowest_rank) + ")";
+  out += clip(ranks, width);
+  return out;
+}
+
+}  // namespace
+
+std::string render_top(const RunHistory& h, const Thresholds& thresholds, double now, int width) {
+  std::string out = header(h, width);
+  if (h.steps.empty()) return out + "waiting for the first step...\n";
+  out += progress(h, now, width);
+  if (!h.summaries.empty()) out += summary_lines(h.summaries.back(), width);
   for (const auto& f : rediagnose(h, thresholds)) out += clip("diagnosis: " + f.message, width);
   const std::size_t from = h.events.size() > 5 ? h.events.size() - 5 : 0;
   for (std::size_t i = from; i < h.events.size(); ++i) {

@@ -55,6 +55,10 @@ class Diagnoser {
 
  private:
   void fire(std::vector<Finding>& out, const std::string& rule, bool firing, Finding finding);
+  void data_rule(const Summary& s, bool warm, std::vector<Finding>& out);
+  void comm_rule(const Summary& s, bool warm, std::vector<Finding>& out);
+  void straggler_rule(const Summary& s, std::vector<Finding>& out);
+  void divergence_rule(const Summary& s, std::vector<Finding>& out);
   std::string rank_name(int rank) const;
 
   Thresholds t_;
