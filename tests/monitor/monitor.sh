@@ -6,21 +6,15 @@
 #  - `cohort top` follows the live run (off a terminal: a frame per change) and ends with it;
 #    `cohort top --once` shows a finished run;
 #  - a missing run directory is a one-line error with exit code 3 (report and top).
-set -euo pipefail
-cohort=$1 work=$2 here=$(cd "$(dirname "$0")" && pwd)
-rm -rf "$work" && mkdir -p "$work" && cd "$work"
-fail() { echo "FAIL: $*" >&2; exit 1; }
+here=$(cd "$(dirname "$0")" && pwd)
+source "$here/lib.sh" "$1" "$2"
 py=/usr/bin/python3
-"$cohort" data make-synthetic --kind classification --samples 4096 --features 256 --classes 10 \
-  --seed 4 --out set.h5 >/dev/null
-train() {  # run_dir [--set ...]
+run() {  # run_dir [--set ...]: train with this test's logging and summary cadence
   local dir=$1
   shift
-  $MPIEXEC $MPIEXEC_FLAGS -np 2 "$cohort" train --set data.path=set.h5 --set data.batch_size=32 \
-    --set train.epochs=2 --set train.log_every=40 --set train.run_dir="$dir" \
-    --set monitor.summary_every=16 "$@"
+  train "$dir" --set train.log_every=40 --set monitor.summary_every=16 "$@"
 }
-train plain >plain.log 2>&1 || fail "run: $(cat plain.log)"
+run plain >plain.log 2>&1 || fail "run: $(cat plain.log)"
 $py "$here/check_metrics.py" plain 64 || fail "metrics.jsonl is not consistent"
 grep -q "^step  40/128 epoch 0 loss .* step-ms " plain.log || fail "no plain progress line: $(cat plain.log)"
 if command -v promtool >/dev/null; then
@@ -32,7 +26,7 @@ fi
 grep -q '^cohort_step{job="local",run="plain"} 128$' plain/metrics.prom || fail "metrics.prom: $(head plain/metrics.prom)"
 
 # The live endpoint: a run slowed to a few seconds, scraped while it trains.
-train live --set monitor.http_port=0 --set debug.data_delay_ms=15 >live.log 2>&1 &
+run live --set monitor.http_port=0 --set debug.data_delay_ms=15 >live.log 2>&1 &
 pid=$!
 port=""
 for _ in $(seq 1 300); do
