@@ -5,6 +5,7 @@
 
 #include <boost/program_options.hpp>
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -25,7 +26,13 @@ namespace {
 monitor::Thresholds run_thresholds(const std::string& dir) {
   const std::string ini = dir + "/config.resolved.ini";
   if (!std::filesystem::exists(ini)) return monitor::Thresholds{};
-  return train::diagnosis_thresholds(train::Config::load(ini, {}));
+  try {
+    return train::diagnosis_thresholds(train::Config::load(ini, {}));
+  } catch (const ConfigError& e) {  // another version's file: the figures are still readable
+    std::fprintf(stderr, "cohort: warning: %s; the diagnosis uses the default thresholds\n",
+                 e.what());
+    return monitor::Thresholds{};
+  }
 }
 
 po::variables_map parse(const std::vector<std::string>& args, po::options_description& desc,

@@ -72,6 +72,9 @@ HttpExporter::HttpExporter(const std::string& bind, int port) : impl_(std::make_
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_adddup2(&actions, theirs.get(), STDIN_FILENO);
   posix_spawn_file_actions_adddup2(&actions, theirs.get(), STDOUT_FILENO);
+  // Nothing else of the rank's (MPI's sockets and shared memory, the run's files) stays open in
+  // the exporter.
+  posix_spawn_file_actions_addclosefrom_np(&actions, STDERR_FILENO + 1);
   std::vector<char*> argv = {const_cast<char*>(path.c_str()), const_cast<char*>(bind.c_str()),
                              const_cast<char*>(port_text.c_str()), nullptr};
   const int spawned =
