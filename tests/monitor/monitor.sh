@@ -53,7 +53,8 @@ wait $pid || fail "live run: $(cat live.log)"
 wait $top_pid || fail "cohort top did not end with the run: $(tail -5 top_live.txt)"
 frames=$(grep -c "^cohort top  live" top_live.txt)
 [ "$frames" -ge 2 ] || fail "cohort top drew $frames frame(s) while the run went"
-tail -12 top_live.txt | grep -q "^step 128/128 .* finished: epochs" || fail "top's last frame: $(tail -8 top_live.txt)"
+last_frame=$(awk '/^cohort top  live/ { frame = "" } { frame = frame $0 "\n" } END { printf "%s", frame }' top_live.txt)
+grep -q "^step 128/128 .* finished: epochs" <<<"$last_frame" || fail "top's last frame: $last_frame"
 echo "top: followed the live run, $frames frames"
 [ $scraped = 1 ] || fail "the endpoint never served cohort_step"
 grep -q '^cohort_samples_per_second{' scrape.txt || fail "scrape: $(head scrape.txt)"
