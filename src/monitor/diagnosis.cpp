@@ -5,14 +5,10 @@
 #include <cstdio>
 #include <utility>
 
+#include "format.hpp"
+
 namespace cohort::monitor {
 namespace {
-
-std::string format(const char* fmt, double a, double b = 0, double c = 0) {
-  char buffer[160];
-  std::snprintf(buffer, sizeof buffer, fmt, a, b, c);
-  return buffer;
-}
 
 std::string steps(const Summary& s) {
   return "steps " + std::to_string(s.first_step) + "-" + std::to_string(s.step);

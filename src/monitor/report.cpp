@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <map>
 
+#include "format.hpp"
 #include "svg.hpp"
 
 namespace cohort::monitor {
@@ -12,12 +13,6 @@ namespace {
 
 const char* const kPhaseColors[kPhases] = {"#e377c2", "#1f77b4", "#ff7f0e", "#d62728",
                                            "#2ca02c", "#9467bd", "#7f7f7f"};
-
-std::string fmt(const char* f, double v) {
-  char b[64];
-  std::snprintf(b, sizeof b, f, v);
-  return b;
-}
 
 // At most `n` points: means of equal runs of consecutive points.
 std::vector<std::pair<double, double>> thin(const std::vector<std::pair<double, double>>& p,
@@ -50,21 +45,22 @@ std::string overview(const RunHistory& h) {
   s += row("starts", std::to_string(h.runs.size()));
   const std::int64_t last = h.steps.empty() ? 0 : h.steps.back().step;
   s += row("steps", std::to_string(last) + " of " + std::to_string(h.total_steps()));
-  if (!h.steps.empty()) s += row("last loss", fmt("%.5g", h.steps.back().loss));
+  if (!h.steps.empty()) s += row("last loss", format("%.5g", h.steps.back().loss));
   if (!h.evals.empty()) {
     const auto& e = h.evals.back();
-    s += row("last evaluation", "step " + std::to_string(e.step) + ": loss " + fmt("%.4g", e.loss) +
-                                    ", accuracy " + fmt("%.4f", e.accuracy));
+    s += row("last evaluation", "step " + std::to_string(e.step) + ": loss " +
+                                    format("%.4g", e.loss) + ", accuracy " +
+                                    format("%.4f", e.accuracy));
   }
   if (!h.summaries.empty()) {
     const auto& x = h.summaries.back();
-    s += row("throughput (last summary)", fmt("%.1f samples/s", x.samples_per_s));
-    if (x.model_flops_per_s > 0) s += row("model FLOP/s", fmt("%.3g", x.model_flops_per_s));
-    if (x.mfu > 0) s += row("MFU", fmt("%.1f %%", 100 * x.mfu));
+    s += row("throughput (last summary)", format("%.1f samples/s", x.samples_per_s));
+    if (x.model_flops_per_s > 0) s += row("model FLOP/s", format("%.3g", x.model_flops_per_s));
+    if (x.mfu > 0) s += row("MFU", format("%.1f %%", 100 * x.mfu));
   }
   if (h.end.is_object()) {
     s += row("ended",
-             h.end.value("stop_reason", "") + fmt(" after %.1f s", h.end.value("seconds", 0.0)));
+             h.end.value("stop_reason", "") + format(" after %.1f s", h.end.value("seconds", 0.0)));
   } else {
     s += row("ended", "not yet (running, or killed)");
   }

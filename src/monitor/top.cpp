@@ -4,15 +4,10 @@
 #include <map>
 
 #include "cohort/monitor/report.hpp"
+#include "format.hpp"
 
 namespace cohort::monitor {
 namespace {
-
-std::string fmt(const char* f, double a, double b = 0) {
-  char buffer[160];
-  std::snprintf(buffer, sizeof buffer, f, a, b);
-  return buffer;
-}
 
 std::string duration(double s) {
   const long long t = static_cast<long long>(s);
@@ -58,11 +53,11 @@ std::string progress(const RunHistory& h, double now, int width) {
   out += clip("step " + std::to_string(last.step) + "/" + std::to_string(total) + " [" +
                   std::string(static_cast<std::size_t>(done), '#') +
                   std::string(static_cast<std::size_t>(bar - done), '.') + "] " +
-                  fmt("%.0f%%", 100.0 * last.step / total) +
+                  format("%.0f%%", 100.0 * last.step / total) +
                   (h.end.is_object() ? "  finished: " + h.end.value("stop_reason", "")
                                      : "  ETA " + duration(eta)) +
-                  fmt("  loss %.4f  lr %.3g", last.loss, last.lr) +
-                  fmt("  updated %.0f s ago", std::max(0.0, now - last.t)),
+                  format("  loss %.4f  lr %.3g", last.loss, last.lr) +
+                  format("  updated %.0f s ago", std::max(0.0, now - last.t)),
               width);
   return out;
 }
@@ -70,30 +65,31 @@ std::string progress(const RunHistory& h, double now, int width) {
 // The latest summary: throughput, step split, all-reduce, CPU/GPU, busy time per rank.
 std::string summary_lines(const Summary& s, int width) {
   std::string out;
-  std::string phases = fmt("step %.1f ms:", 1e3 * s[Field::kStep].mean);
+  std::string phases = format("step %.1f ms:", 1e3 * s[Field::kStep].mean);
   for (int p = 0; p < kPhases; ++p) {
     phases += std::string(" ") + phase_name(p) +
-              fmt(" %.0f%%", 100 * s.fields[static_cast<std::size_t>(1 + p)].mean /
-                                 std::max(s[Field::kStep].mean, 1e-12));
+              format(" %.0f%%", 100 * s.fields[static_cast<std::size_t>(1 + p)].mean /
+                                    std::max(s[Field::kStep].mean, 1e-12));
   }
-  out += clip(fmt("throughput %.1f samples/s", s.samples_per_s) +
-                  (s.tokens_per_s > 0 ? fmt(", %.0f tokens/s", s.tokens_per_s) : "") +
-                  (s.mfu > 0 ? fmt(", MFU %.1f%%", 100 * s.mfu) : "") + "   " + phases,
+  out += clip(format("throughput %.1f samples/s", s.samples_per_s) +
+                  (s.tokens_per_s > 0 ? format(", %.0f tokens/s", s.tokens_per_s) : "") +
+                  (s.mfu > 0 ? format(", MFU %.1f%%", 100 * s.mfu) : "") + "   " + phases,
               width);
-  out += clip(fmt("all-reduce %.1f/step, %.2f MB/step", s[Field::kAllreduceCount].mean,
+  out +=
+      clip(format("all-reduce %.1f/step, %.2f MB/step", s[Field::kAllreduceCount].mean,
                   s[Field::kAllreduceBytes].mean / 1e6) +
-                  fmt(", latency %.2f ms, bus bw %.2f GB/s", 1e3 * s[Field::kAllreduceLatency].mean,
+               format(", latency %.2f ms, bus bw %.2f GB/s", 1e3 * s[Field::kAllreduceLatency].mean,
                       s[Field::kBusBandwidth].mean / 1e9),
-              width);
-  out += clip(fmt("cpu %.2f cores/rank, rss max %.0f MB", s[Field::kCpuUtil].mean,
-                  s[Field::kRssBytes].max / 1e6) +
-                  (s.gpu ? fmt("   gpu %.0f%%, %.0f W", s[Field::kGpuUtil].mean,
-                               s[Field::kGpuPowerWatts].mean)
+           width);
+  out += clip(format("cpu %.2f cores/rank, rss max %.0f MB", s[Field::kCpuUtil].mean,
+                     s[Field::kRssBytes].max / 1e6) +
+                  (s.gpu ? format("   gpu %.0f%%, %.0f W", s[Field::kGpuUtil].mean,
+                                  s[Field::kGpuPowerWatts].mean)
                          : "   gpu -"),
               width);
   std::string ranks = "busy ms by rank:";
   for (std::size_t r = 0; r < s.rank_busy.size() && r < 16; ++r) {
-    ranks += fmt(" r%.0f %.1f", static_cast<double>(r), 1e3 * s.rank_busy[r]) +
+    ranks += format(" r%.0f %.1f", static_cast<double>(r), 1e3 * s.rank_busy[r]) +
              (static_cast<int>(r) == s.slowest_rank ? "*" : "");
   }
   if (s.rank_busy.size() > 16) ranks += " ... (* slowest: r" + std::to_string(s.slowest_rank) + ")";
