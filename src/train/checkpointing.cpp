@@ -56,7 +56,7 @@ comm::CommOptions quiet_waits() {
 }  // namespace
 
 TrainCheckpoints::TrainCheckpoints(const Config& config, const comm::MpiSession& session,
-                                   Model& model, torch::optim::Optimizer& optimizer)
+                                   torch::nn::Module& model, torch::optim::Optimizer& optimizer)
     : config_(config),
       model_(model),
       optimizer_(optimizer),

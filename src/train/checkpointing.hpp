@@ -55,7 +55,7 @@ struct ResumePoint {
 
 class TrainCheckpoints {
  public:
-  TrainCheckpoints(const Config& config, const comm::MpiSession& session, Model& model,
+  TrainCheckpoints(const Config& config, const comm::MpiSession& session, torch::nn::Module& model,
                    torch::optim::Optimizer& optimizer);
   ~TrainCheckpoints();
   bool saving() const { return every_ > 0; }
@@ -90,7 +90,7 @@ class TrainCheckpoints {
   void start_background(std::function<void()> task);
 
   const Config& config_;
-  Model& model_;
+  torch::nn::Module& model_;
   torch::optim::Optimizer& optimizer_;
   std::unique_ptr<comm::Communicator> comm_;
   std::string dir_;

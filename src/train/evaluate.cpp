@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "cohort/data/reader.hpp"
+#include "train/parallelism.hpp"
 #include "train/step.hpp"
 
 namespace cohort::train {
@@ -16,12 +17,14 @@ at::Tensor loss_of(const at::Tensor& logits, const at::Tensor& targets) {
   return torch::nn::functional::cross_entropy(logits, targets);
 }
 
-void broadcast_buffers(Model& model, comm::Communicator& comm) {
+void broadcast_buffers(torch::nn::Module& model, comm::Communicator& comm) {
   for (auto& buffer : model.buffers()) comm.broadcast_async(buffer, 0)->wait();
 }
 
-EvalResult evaluate(Model& model, const std::string& path, std::int64_t batch_size,
-                    comm::Communicator& comm, comm::Communicator& control) {
+EvalResult evaluate(Parallelism& parallel, const std::string& path, std::int64_t batch_size,
+                    comm::Communicator& control) {
+  torch::nn::Module& model = parallel.trained();
+  comm::Communicator& comm = parallel.data_group();
   broadcast_buffers(model, comm);
   model.eval();
   torch::NoGradGuard no_grad;
@@ -31,20 +34,20 @@ EvalResult evaluate(Model& model, const std::string& path, std::int64_t batch_si
   const std::int64_t n = reader.info().num_samples;
   const std::int64_t first = n * comm.rank() / comm.size();
   const std::int64_t last = n * (comm.rank() + 1) / comm.size();
-  double loss_sum = 0, correct = 0, count = 0;
-  bool per_token = false;
+  double loss_sum = 0, correct = 0, count = 0, per_token = 0;
   for (std::int64_t begin = first; begin < last; begin += batch_size) {
     std::vector<std::int64_t> indices;
     for (std::int64_t i = begin; i < std::min(last, begin + batch_size); ++i) indices.push_back(i);
     const data::Batch batch = reader.read(indices);
-    const at::Tensor logits = model.forward(batch.inputs);
-    per_token = logits.dim() == 3;
+    const at::Tensor logits = parallel.forward_only(batch.inputs);
+    if (!parallel.scores()) continue;  // another rank computes these logits (too)
+    per_token = logits.dim() == 3 ? 1 : 0;
     const double items = static_cast<double>(batch.targets.numel());  // samples, or tokens
     loss_sum += loss_of(logits, batch.targets).item<double>() * items;
     correct += logits.argmax(-1).eq(batch.targets).sum().item<double>();
     count += items;
   }
-  at::Tensor sums = at::tensor({loss_sum, correct, count}, at::kDouble);
+  at::Tensor sums = at::tensor({loss_sum, correct, count, per_token}, at::kDouble);
   control.all_reduce(sums);  // host scalars: the CPU communicator, whatever the model's device
   model.train();
   EvalResult result;
@@ -53,7 +56,7 @@ EvalResult evaluate(Model& model, const std::string& path, std::int64_t batch_si
   result.loss = s[2] > 0 ? s[0] / s[2] : 0;
   result.accuracy = s[2] > 0 ? s[1] / s[2] : 0;
   result.perplexity = std::exp(result.loss);
-  result.per_token = per_token;
+  result.per_token = s[3] > 0;
   return result;
 }
 

@@ -1,6 +1,11 @@
+#include <ATen/ops/zeros.h>
+
 #include <map>
 
+#include "cohort/comm/communicator.hpp"
+
 #include "cohort/error.hpp"
+#include "cohort/pipeline/tensor_parallel.hpp"
 #include "cohort/train/config.hpp"
 #include "cohort/train/model.hpp"
 
@@ -31,7 +36,29 @@ std::shared_ptr<Model> build_model(const Config& config, const ModelInput& input
   const auto it = registry().find(name);
   COHORT_CHECK(it != registry().end(), ConfigError, "model.name: no model '", name,
                "' is built in");
-  return it->second(config, input);
+  auto model = it->second(config, input);
+  COHORT_CHECK(input.tensor_group == nullptr || input.tensor_group->size() == 1 ||
+                   !pipeline::split_parameter_names(*model).empty(),
+               ConfigError,
+               "parallel.tensor = ", input.tensor_group ? input.tensor_group->size() : 1,
+               ": model ", name, " has no tensor-parallel layers (model gpt has)");
+  return model;
+}
+
+at::Tensor run_blocks(const std::vector<pipeline::BlockSpec>& blocks, const at::Tensor& inputs) {
+  at::Tensor x = inputs;
+  for (const auto& block : blocks) x = block.forward(x);
+  return x;
+}
+
+at::Tensor sample_input(const ModelInput& input) {
+  std::vector<std::int64_t> shape{1};
+  if (input.vocab_size > 0) {
+    shape.push_back(input.seq_len);
+    return at::zeros(shape, at::kLong);
+  }
+  shape.insert(shape.end(), input.sample_shape.begin(), input.sample_shape.end());
+  return at::zeros(shape, at::kFloat);
 }
 
 std::int64_t parameter_count(const torch::nn::Module& module) {

@@ -17,11 +17,14 @@ namespace cohort::train {
 // Mean cross-entropy: logits [B, C] against int64 labels [B], or [B, L, V] against [B, L].
 at::Tensor loss_of(const at::Tensor& logits, const at::Tensor& targets);
 
-// Evaluates the model on this rank's contiguous range of the validation set: buffers broadcast
-// over `comm` (the model's device), the host sums all-reduced over `control` (CPU). Collective.
-// Leaves the model in training mode.
-EvalResult evaluate(Model& model, const std::string& path, std::int64_t batch_size,
-                    comm::Communicator& comm, comm::Communicator& control);
+class Parallelism;
+
+// Evaluates the model on this replica's contiguous range of the validation set (split over the
+// data-parallel group; a replica's stages and tensor ranks read the same range): buffers
+// broadcast over the data group, the host sums of the ranks that compute the loss all-reduced
+// over `control` (CPU, the world). Collective. Leaves the model in training mode.
+EvalResult evaluate(Parallelism& parallel, const std::string& path, std::int64_t batch_size,
+                    comm::Communicator& control);
 
 // bf16 autocast for the forward pass (train.precision = bf16), as torch.autocast does it: inside
 // the scope, matrix products and convolutions run in bfloat16 while weights, gradients, the loss
@@ -40,6 +43,6 @@ class AutocastScope {
 };
 
 // Makes every rank's buffers (BatchNorm running statistics) rank 0's. Collective.
-void broadcast_buffers(Model& model, comm::Communicator& comm);
+void broadcast_buffers(torch::nn::Module& model, comm::Communicator& comm);
 
 }  // namespace cohort::train

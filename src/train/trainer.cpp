@@ -30,6 +30,7 @@
 #include "cohort/train/monitoring.hpp"
 #include "cohort/train/optim.hpp"
 #include "train/checkpointing.hpp"
+#include "train/parallelism.hpp"
 #include "train/preemption.hpp"
 #include "train/steady_clock.hpp"
 #include "train/step.hpp"
@@ -53,8 +54,7 @@ struct Trainer::Impl {
   std::unique_ptr<monitor::Monitor> monitor;    // outlives the checkpoint writer (its events)
   monitor::StepTimer timer;
   std::unique_ptr<data::DataLoader> loader;
-  std::shared_ptr<Model> model;
-  std::unique_ptr<ddp::DistributedDataParallel> ddp;
+  std::unique_ptr<Parallelism> parallel;  // this rank's share of the model, its groups, DDP
   std::unique_ptr<torch::optim::Optimizer> optimizer;
   std::unique_ptr<LrSchedule> schedule;
   std::unique_ptr<TrainCheckpoints> checkpoints;
@@ -69,6 +69,8 @@ struct Trainer::Impl {
   Impl(const Config& c, const comm::MpiSession& s) : config(c), session(s) {}
   void setup();
   double step(const std::vector<data::Batch>& micro, std::int64_t index);
+  double pipeline_step(const data::Batch& batch);
+  void build_model(const data::DatasetInfo& info);
   bool evaluate_and_check(std::int64_t step);
   std::optional<ResumePoint> resume();
   void start_monitor(bool append);
@@ -82,6 +84,8 @@ struct Trainer::Impl {
   std::int64_t tokens_per_sample = 0;  // token models: seq_len
   double last_grad_norm = 0;
   double grad_norm_seconds = 0;  // spent on norms only the monitor wanted
+  double flops_per_sample = 0;   // the whole model's
+  std::int64_t parameters = 0;   // the whole model's
   bool slow = false;             // debug.slow_rank: this rank sleeps debug.slow_ms per step
 };
 
@@ -107,12 +111,14 @@ void Trainer::Impl::setup() {
       config.get_string("parallel.backend") == "nccl" ? comm::Backend::kNccl : comm::Backend::kMpi,
       comm_options);
   control = comm::make_communicator(session, comm::Backend::kMpi, comm_options);
+  parallel = std::make_unique<Parallelism>(config, *comm, session.node_size());
   data::LoaderOptions o;
   o.path = config.get_string("data.path");
   COHORT_CHECK(!o.path.empty(), ConfigError, "data.path: no training dataset given");
   o.batch_size = config.get_int("data.batch_size");
-  o.rank = session.rank();
-  o.world = session.size();
+  // Every stage and tensor rank of one data-parallel replica reads the same batches.
+  o.rank = parallel->coords().data;
+  o.world = parallel->layout().data();
   o.seed = static_cast<std::uint64_t>(config.get_int("train.seed"));
   o.shuffle = config.get_bool("data.shuffle");
   o.prefetch = static_cast<int>(config.get_int("data.prefetch"));
@@ -125,15 +131,8 @@ void Trainer::Impl::setup() {
   loader = std::make_unique<data::DataLoader>(o);
   const auto& info = loader->info();
   if (info.vocab_size > 0) tokens_per_sample = info.seq_len;
-  model = build_model(config,
-                      ModelInput{info.sample_shape, info.classes, info.vocab_size, info.seq_len});
-  const auto params = model->parameters();
-  cuda = !params.empty() && params.front().is_cuda();
-  ddp::DdpOptions d;
-  d.bucket_bytes = static_cast<std::size_t>(config.get_float("parallel.bucket_mb") * 1048576);
-  d.overlap = config.get_bool("parallel.overlap");
-  ddp = std::make_unique<ddp::DistributedDataParallel>(*model, *comm, d);
-  optimizer = make_optimizer(config, model->parameters());
+  build_model(info);
+  optimizer = make_optimizer(config, parallel->trained().parameters());
   accumulation = config.get_int("optim.accumulation");
   clip_norm = config.get_float("optim.clip_norm");
   grad_norm_every = config.get_int("monitor.grad_norm_every");
@@ -145,8 +144,25 @@ void Trainer::Impl::setup() {
   limited_by_steps = max_steps > 0 && max_steps < total_steps;
   if (limited_by_steps) total_steps = max_steps;
   schedule = std::make_unique<LrSchedule>(config, total_steps);
-  checkpoints = std::make_unique<TrainCheckpoints>(config, session, *model, *optimizer);
+  checkpoints =
+      std::make_unique<TrainCheckpoints>(config, session, parallel->trained(), *optimizer);
   preemption = std::make_unique<Preemption>(config, *control);
+}
+
+// Builds the whole model on every rank (same seed: same values), its tensor-parallel layers split
+// over the tensor group, and hands it to `parallel`, which keeps this rank's stage.
+void Trainer::Impl::build_model(const data::DatasetInfo& info) {
+  const ModelInput input{info.sample_shape, info.classes, info.vocab_size, info.seq_len,
+                         parallel->tensor_group()};
+  auto model = train::build_model(config, input);
+  flops_per_sample = model->train_flops_per_sample();
+  parameters = parameter_count(*model);
+  ddp::DdpOptions d;
+  d.bucket_bytes = static_cast<std::size_t>(config.get_float("parallel.bucket_mb") * 1048576);
+  d.overlap = config.get_bool("parallel.overlap");
+  parallel->attach(std::move(model), sample_input(input), d);
+  const auto params = parallel->trained().parameters();
+  cuda = !params.empty() && params.front().is_cuda();
 }
 
 // A signal every rank agreed on: a synchronous checkpoint, then requeue (or not), said in one line.
@@ -168,7 +184,7 @@ void Trainer::Impl::report_step(std::int64_t step, std::int64_t epoch) {
   sample.loss = summary.last_loss;
   sample.lr = schedule->at(step - 1);
   sample.grad_norm = last_grad_norm;
-  sample.samples = accumulation * config.get_int("data.batch_size") * session.size();
+  sample.samples = accumulation * config.get_int("data.batch_size") * parallel->layout().data();
   sample.tokens = sample.samples * tokens_per_sample;
   timer.end(sample);
   monitor->step(sample);
@@ -180,13 +196,17 @@ void Trainer::Impl::start_monitor(bool append) {
   auto o = monitor_options(config);
   o.append = append;
   o.total_steps = total_steps;
-  const auto params = model->parameters();
+  const auto params = parallel->trained().parameters();
   o.cuda_device = cuda ? params.front().device().index() : -1;
-  o.cost.flops_per_sample = model->train_flops_per_sample();
+  o.cost.flops_per_sample = flops_per_sample;
   o.run_info = {{"config_hash", summary.config_hash},
                 {"launcher", summary.launcher},
                 {"model", config.get_string("model.name")},
-                {"parameters", parameter_count(*model)},
+                {"parameters", parameters},
+                {"layout",
+                 {{"data", parallel->layout().data()},
+                  {"pipeline_stages", parallel->layout().stages()},
+                  {"tensor", parallel->layout().tensor()}}},
                 {"backend", config.get_string("parallel.backend")},
                 {"flops_per_sample", o.cost.flops_per_sample}};
   monitor = std::make_unique<monitor::Monitor>(o, *control, *comm, session.node_rank(), progress);
@@ -218,12 +238,21 @@ std::optional<ResumePoint> Trainer::Impl::resume() {
 // costs about as much as a pass of the optimizer (5% of a step of the benchmark MLP on a 2-core
 // VM). NaN: not measured at this step.
 double Trainer::Impl::grad_norm(double clip, std::int64_t index) {
-  if (clip > 0) return clip_grad_norm(model->parameters(), clip);
+  const auto& layout = parallel->layout();
+  if (layout.stages() > 1 || layout.tensor() > 1) {  // every stage and tensor part holds a share
+    if (clip <= 0 &&
+        (!monitor->enabled() || grad_norm_every <= 0 || (index + 1) % grad_norm_every != 0)) {
+      return std::numeric_limits<double>::quiet_NaN();
+    }
+    return clip_grad_norm(parallel->trained().parameters(), clip,
+                          [this](double) { return parallel->grad_norm_squared(*control); });
+  }
+  if (clip > 0) return clip_grad_norm(parallel->trained().parameters(), clip);
   if (!monitor->enabled() || grad_norm_every <= 0 || (index + 1) % grad_norm_every != 0) {
     return std::numeric_limits<double>::quiet_NaN();
   }
   std::vector<at::Tensor> grads;
-  for (const auto& p : model->parameters()) {
+  for (const auto& p : parallel->trained().parameters()) {
     if (p.grad().defined()) grads.push_back(p.grad());
   }
   if (grads.empty()) return 0;
@@ -238,16 +267,18 @@ double Trainer::Impl::grad_norm(double clip, std::int64_t index) {
 // Each phase ends with a lap of the step timer.
 double Trainer::Impl::step(const std::vector<data::Batch>& micro, std::int64_t index) {
   using monitor::Phase;
+  auto& ddp = parallel->ddp();
   double local = 0;
-  for (std::size_t i = 0; i < micro.size(); ++i) {
+  if (parallel->pipelined()) local = pipeline_step(micro.front());
+  for (std::size_t i = 0; i < micro.size() && !parallel->pipelined(); ++i) {
     std::optional<ddp::DistributedDataParallel::NoSync> local_only;
-    if (i + 1 < micro.size()) local_only.emplace(*ddp);  // sum locally, reduce once at the end
-    ddp->begin_step();
+    if (i + 1 < micro.size()) local_only.emplace(ddp);  // sum locally, reduce once at the end
+    ddp.begin_step();
     timer.lap(Phase::kComm);  // buffer broadcast, when there are buffers
     at::Tensor logits;
     {
       AutocastScope autocast(bf16, cuda);
-      logits = model->forward(micro[i].inputs);
+      logits = parallel->forward(micro[i].inputs);
     }
     if (slow && i == 0) {
       std::this_thread::sleep_for(std::chrono::milliseconds(config.get_int("debug.slow_ms")));
@@ -257,7 +288,7 @@ double Trainer::Impl::step(const std::vector<data::Batch>& micro, std::int64_t i
     timer.lap(Phase::kForward);
     loss.backward();
     timer.lap(Phase::kBackward);
-    ddp->finish_step();
+    ddp.finish_step();
     local += loss.item<double>();
     timer.lap(Phase::kComm);  // exposed: what backward did not hide
   }
@@ -268,21 +299,40 @@ double Trainer::Impl::step(const std::vector<data::Batch>& micro, std::int64_t i
   timer.lap(Phase::kCheckpoint);
   optimizer->step();
   timer.lap(Phase::kOptimizer);
-  at::Tensor mean = at::tensor({local}, at::kDouble);
+  // Only the ranks that compute the loss count it (pipeline: the last stage; tensor: index 0).
+  at::Tensor mean = at::tensor({parallel->scores() ? local : 0.0}, at::kDouble);
   control->all_reduce(mean);
   timer.lap(Phase::kComm);
-  const double loss = mean.item<double>() / session.size();
+  const double loss = mean.item<double>() / parallel->layout().data();
   if (!std::isfinite(loss)) monitor->diagnose(monitor::Diagnoser::non_finite_loss(index + 1, loss));
   COHORT_CHECK(std::isfinite(loss), TrainingError, "training diverged at step ", index + 1,
                ": the loss is ", loss, " (lower optim.lr, or set optim.clip_norm)");
   return loss;
 }
 
+// One pipelined step: the stage's share of every micro-batch's forward and backward, in the
+// schedule's order. Compute is charged to backward, blocked transfers to communication.
+double Trainer::Impl::pipeline_step(const data::Batch& batch) {
+  const auto forward = [this](const at::Tensor& x) {
+    AutocastScope autocast(bf16, cuda);
+    at::Tensor out = parallel->forward(x);
+    if (slow)
+      std::this_thread::sleep_for(std::chrono::milliseconds(config.get_int("debug.slow_ms")));
+    return out;
+  };
+  const auto stats = parallel->pipeline_step(
+      batch, forward, [](const at::Tensor& logits, const at::Tensor& targets) {
+        return loss_of(logits.to(at::kFloat), targets);
+      });
+  timer.split_lap(monitor::Phase::kComm, stats.wait_s, monitor::Phase::kBackward);
+  return stats.loss;
+}
+
 // Evaluates when a validation set is given; true when the target metric is reached.
 bool Trainer::Impl::evaluate_and_check(std::int64_t step_index) {
   const std::string& val = config.get_string("data.val_path");
   if (val.empty()) return false;
-  summary.eval = evaluate(*model, val, config.get_int("data.batch_size"), *comm, *control);
+  summary.eval = evaluate(*parallel, val, config.get_int("data.batch_size"), *control);
   summary.evaluated = true;
   const auto& e = summary.eval;
   char line[160];
@@ -395,9 +445,10 @@ TrainSummary Trainer::run(std::FILE* progress) {
   s.monitor_seconds = im.monitor->own_seconds() + im.grad_norm_seconds;
   s.steps = step;
   s.seconds = std::chrono::duration<double>(Clock::now() - start).count();
-  const std::int64_t samples = (step - first_step) * im.accumulation * batch_size * s.ranks;
+  const int replicas = im.parallel->layout().data();
+  const std::int64_t samples = (step - first_step) * im.accumulation * batch_size * replicas;
   s.samples_per_s = static_cast<double>(samples) / s.seconds;  // this start, end to end
-  s.steady_samples_per_s = steady.samples_per_s(im.accumulation * batch_size * s.ranks);
+  s.steady_samples_per_s = steady.samples_per_s(im.accumulation * batch_size * replicas);
   im.log({{"event", "end"},
           {"steps", s.steps},
           {"seconds", s.seconds},

@@ -1,6 +1,9 @@
 // Models, built from config through one registry: a new model is one file in src/train/models/
 // that calls COHORT_REGISTER_MODEL. A model is a torch::nn::Module whose forward() maps a batch of
 // inputs to logits: [B, classes] for classification, [B, L, vocab] for token models.
+// A model that declares itself as a sequence of blocks (blocks(); its forward() runs them in
+// order) can be split into pipeline stages; one built with a tensor group splits its
+// tensor-parallel layers over it (the GPT).
 #pragma once
 
 #include <ATen/core/Tensor.h>
@@ -12,6 +15,12 @@
 #include <string>
 #include <vector>
 
+#include "cohort/pipeline/stage.hpp"
+
+namespace cohort::comm {
+class Communicator;
+}
+
 namespace cohort::train {
 
 class Config;
@@ -22,6 +31,9 @@ struct ModelInput {
   std::int64_t classes = 0;                // classification: outputs
   std::int64_t vocab_size = 0;             // token models
   std::int64_t seq_len = 0;
+  // Tensor parallelism: the group the model's tensor-parallel layers are split over (nullptr:
+  // none). A model without such layers rejects a group of more than one rank.
+  comm::Communicator* tensor_group = nullptr;
 };
 
 class Model : public torch::nn::Module {
@@ -30,7 +42,15 @@ class Model : public torch::nn::Module {
   // Forward + backward FLOPs of one training sample, for the monitor's FLOP/s and MFU; 0 when
   // the model does not say.
   virtual double train_flops_per_sample() const { return 0; }
+  // The model as a sequence of blocks sharing this model's submodules; forward() is their
+  // composition. Empty: the model cannot be pipelined.
+  virtual std::vector<pipeline::BlockSpec> blocks() { return {}; }
 };
+
+// Runs `blocks` in order: the forward() of a model made of them.
+at::Tensor run_blocks(const std::vector<pipeline::BlockSpec>& blocks, const at::Tensor& inputs);
+// One all-zero input sample ([1, ...], int64 tokens or float features), for shape inference.
+at::Tensor sample_input(const ModelInput& input);
 
 using ModelFactory = std::function<std::shared_ptr<Model>(const Config&, const ModelInput&)>;
 

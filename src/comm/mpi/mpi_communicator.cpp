@@ -33,11 +33,12 @@ int size_of(MPI_Comm comm) {
 }
 
 // A posted MPI_Isend/MPI_Irecv. MPI progresses it whenever MPI is entered: in wait()/test() here,
-// and in any collective the worker thread is running meanwhile.
+// and in any collective the worker thread is running meanwhile. It holds the tensor MPI reads or
+// writes, so that the storage outlives the transfer whatever the caller does with its handle.
 class RequestWork final : public CompletionWork {
  public:
-  RequestWork(MPI_Request request, std::function<void()> on_done)
-      : CompletionWork(std::move(on_done)), request_(request) {}
+  RequestWork(MPI_Request request, at::Tensor tensor, std::function<void()> on_done)
+      : CompletionWork(std::move(on_done)), request_(request), tensor_(std::move(tensor)) {}
   ~RequestWork() override {
     // A request dropped unfinished must not be left dangling in MPI; MPI completes it on its own.
     if (!done()) MPI_Request_free(&request_);
@@ -46,17 +47,22 @@ class RequestWork final : public CompletionWork {
     if (done()) return true;
     int flag = 0;
     COHORT_MPI_CHECK(MPI_Test(&request_, &flag, MPI_STATUS_IGNORE));
-    if (flag) completed();
+    if (flag) finish();
     return done();
   }
   void wait() override {
     if (done()) return;
     COHORT_MPI_CHECK(MPI_Wait(&request_, MPI_STATUS_IGNORE));
-    completed();
+    finish();
   }
 
  private:
+  void finish() {
+    completed();
+    tensor_ = at::Tensor();
+  }
   MPI_Request request_;
+  at::Tensor tensor_;
 };
 
 // Completes a non-blocking operation without spinning (CommOptions::low_cpu_wait).
@@ -119,7 +125,8 @@ WorkPtr MpiCommunicator::post_p2p(const Call& call, std::function<void()> on_don
     COHORT_MPI_CHECK(MPI_Irecv(t.data_ptr(), count_of(t, "recv"), mpi::datatype(t.scalar_type()),
                                call.peer, call.tag, comm_, &request));
   }
-  return std::make_shared<RequestWork>(request, std::move(on_done));
+  return std::make_shared<RequestWork>(request, call.has_in ? call.in : call.out,
+                                       std::move(on_done));
 }
 
 void MpiCommunicator::execute(const Call& call) {

@@ -1,9 +1,10 @@
 // cnn: a small ResNet. A 3x3 stem to model.width channels, then two stages of model.blocks basic
 // residual blocks (the second at twice the width and half the resolution), global average pooling
-// and a Linear to the classes. BatchNorm everywhere; DDP re-broadcasts its running statistics
-// from rank 0 at every step, so the ranks' buffers stay equal. With model.channels_last (the
-// default) weights and activations are NHWC: oneDNN's convolutions then skip reordering every
-// input and output, which trained 15-30% faster on the build machines.
+// and a Linear to the classes (pipeline blocks: the stem, each residual block, the head). BatchNorm
+// everywhere; DDP re-broadcasts its running statistics from rank 0 at every step, so the ranks'
+// buffers stay equal. With model.channels_last (the default) weights and activations are NHWC:
+// oneDNN's convolutions then skip reordering every input and output, which trained 15-30% faster on
+// the build machines.
 #include <torch/nn/functional/activation.h>
 #include <torch/nn/functional/pooling.h>
 #include <torch/nn/modules/batchnorm.h>
@@ -72,8 +73,9 @@ class Cnn : public Model {
       const std::int64_t out = width << stage;
       for (std::int64_t b = 0; b < blocks; ++b) {
         const std::int64_t stride = (stage > 0 && b == 0) ? 2 : 1;
-        blocks_.push_back(register_module("stage" + std::to_string(stage) + "_" + std::to_string(b),
-                                          std::make_shared<BasicBlock>(in, out, stride)));
+        names_.push_back("stage" + std::to_string(stage) + "_" + std::to_string(b));
+        blocks_.push_back(
+            register_module(names_.back(), std::make_shared<BasicBlock>(in, out, stride)));
         in = out;
       }
     }
@@ -83,24 +85,46 @@ class Cnn : public Model {
         if (p.dim() == 4) p.set_data(p.contiguous(at::MemoryFormat::ChannelsLast));
       }
     }
+    spec_ = make_blocks();
   }
 
-  at::Tensor forward(const at::Tensor& inputs) override {
-    at::Tensor x = inputs.dim() == 3 ? inputs.unsqueeze(1) : inputs;
-    if (channels_last_) x = x.contiguous(at::MemoryFormat::ChannelsLast);
-    x = torch::nn::functional::relu(stem_bn_->forward(stem_->forward(x)));
-    for (auto& block : blocks_) x = block->forward(x);
-    x = torch::nn::functional::adaptive_avg_pool2d(
-        x, torch::nn::functional::AdaptiveAvgPool2dFuncOptions(1));
-    return head_->forward(x.flatten(1));
-  }
+  at::Tensor forward(const at::Tensor& inputs) override { return run_blocks(spec_, inputs); }
+  std::vector<pipeline::BlockSpec> blocks() override { return spec_; }
 
  private:
+  // stem (with the input's layout), each residual block, head (pooling and the Linear).
+  std::vector<pipeline::BlockSpec> make_blocks() const {
+    std::vector<pipeline::BlockSpec> out;
+    out.push_back(
+        {"stem",
+         {{"stem", stem_.ptr()}, {"stem_bn", stem_bn_.ptr()}},
+         [stem = stem_, bn = stem_bn_, nhwc = channels_last_](const at::Tensor& in) mutable {
+           at::Tensor x = in.dim() == 3 ? in.unsqueeze(1) : in;
+           if (nhwc) x = x.contiguous(at::MemoryFormat::ChannelsLast);
+           return torch::nn::functional::relu(bn->forward(stem->forward(x)));
+         }});
+    for (std::size_t b = 0; b < blocks_.size(); ++b) {
+      out.push_back(
+          {names_[b], {{names_[b], blocks_[b]}}, [block = blocks_[b]](const at::Tensor& x) mutable {
+             return block->forward(x);
+           }});
+    }
+    out.push_back({"head", {{"head", head_.ptr()}}, [head = head_](const at::Tensor& x) mutable {
+                     return head->forward(
+                         torch::nn::functional::adaptive_avg_pool2d(
+                             x, torch::nn::functional::AdaptiveAvgPool2dFuncOptions(1))
+                             .flatten(1));
+                   }});
+    return out;
+  }
+
   bool channels_last_;
   torch::nn::Conv2d stem_{nullptr};
   torch::nn::BatchNorm2d stem_bn_{nullptr};
   std::vector<std::shared_ptr<BasicBlock>> blocks_;
+  std::vector<std::string> names_;
   torch::nn::Linear head_{nullptr};
+  std::vector<pipeline::BlockSpec> spec_;
 };
 
 }  // namespace

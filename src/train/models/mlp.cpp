@@ -1,5 +1,5 @@
 // mlp: flatten, then Linear + ReLU (+ dropout) for each width of model.hidden, then a Linear to
-// the classes.
+// the classes. Each Linear is one pipeline block.
 #include <torch/nn/functional/activation.h>
 #include <torch/nn/functional/dropout.h>
 #include <torch/nn/modules/linear.h>
@@ -13,36 +13,42 @@ namespace {
 
 class Mlp : public Model {
  public:
-  Mlp(const Config& config, const ModelInput& input) : dropout_(config.get_float("model.dropout")) {
+  Mlp(const Config& config, const ModelInput& input) {
     COHORT_CHECK(input.classes >= 2, ConfigError, "model mlp: the dataset has no classes (",
                  input.classes, "); it needs a classification set");
+    const double dropout = config.get_float("model.dropout");
     std::int64_t width = 1;
     for (auto d : input.sample_shape) width *= d;
     int index = 0;
     for (const auto hidden : config.get_int_list("model.hidden")) {
       COHORT_CHECK(hidden >= 1, ConfigError, "model.hidden: widths must be >= 1");
-      layers_.push_back(
-          register_module("fc" + std::to_string(index++), torch::nn::Linear(width, hidden)));
+      const std::string name = "fc" + std::to_string(index);
+      torch::nn::Linear layer(width, hidden);
+      register_module(name, layer);
+      const bool first = index++ == 0;
+      blocks_.push_back(
+          {name, {{name, layer.ptr()}}, [layer, dropout, first](at::Tensor x) mutable {
+             x = torch::nn::functional::relu(layer->forward(first ? x.flatten(1) : x));
+             if (dropout <= 0) return x;
+             return torch::nn::functional::dropout(
+                 x, torch::nn::functional::DropoutFuncOptions().p(dropout).training(
+                        layer->is_training()));
+           }});
       width = hidden;
     }
-    layers_.push_back(register_module("out", torch::nn::Linear(width, input.classes)));
+    torch::nn::Linear out(width, input.classes);
+    register_module("out", out);
+    const bool first = index == 0;
+    blocks_.push_back({"out", {{"out", out.ptr()}}, [out, first](const at::Tensor& x) mutable {
+                         return out->forward(first ? x.flatten(1) : x);
+                       }});
   }
 
-  at::Tensor forward(const at::Tensor& inputs) override {
-    at::Tensor x = inputs.flatten(1);
-    for (std::size_t i = 0; i + 1 < layers_.size(); ++i) {
-      x = torch::nn::functional::relu(layers_[i]->forward(x));
-      if (dropout_ > 0) {
-        x = torch::nn::functional::dropout(
-            x, torch::nn::functional::DropoutFuncOptions().p(dropout_).training(is_training()));
-      }
-    }
-    return layers_.back()->forward(x);
-  }
+  at::Tensor forward(const at::Tensor& inputs) override { return run_blocks(blocks_, inputs); }
+  std::vector<pipeline::BlockSpec> blocks() override { return blocks_; }
 
  private:
-  double dropout_;
-  std::vector<torch::nn::Linear> layers_;
+  std::vector<pipeline::BlockSpec> blocks_;  // fc0 ... fcN (Linear, ReLU, dropout), out
 };
 
 }  // namespace

@@ -1,0 +1,85 @@
+// Executor: runs one stage's schedule for a training step (or a forward-only pass).
+//
+// Protocol, per step, on every rank of a pipeline group (communicator rank = stage index):
+//  - The actions come from schedule_actions(); they run in order. A forward takes its input from
+//    the data (stage 0) or from a receive of stage - 1's activation; its output is sent to
+//    stage + 1, or, on the last stage, turned into the micro-batch's loss at once. A backward
+//    receives the output's gradient from stage + 1 (or starts from the loss), runs autograd
+//    through the stage, and sends the input's gradient to stage - 1.
+//  - Transfers are the communicator's asynchronous send/recv: sends are posted and waited for at
+//    the end of the step; each receive is posted one action ahead of the action that needs it,
+//    so the transfer overlaps the current computation. Tags keep activation (2m) and gradient
+//    (2m + 1) messages of micro-batch m apart. Received buffers are float32 of shape
+//    [micro-batch size] + options.input_shape: the shapes are known, never exchanged.
+//  - The activations of a micro-batch stay alive from its forward to its backward; the executor
+//    counts them (peak_in_flight, peak_activation_bytes of the tensors crossing stage borders).
+// A step's gradients are accumulated over its micro-batches; hooks.before_backward tells the
+// caller which backward is the step's last (where data-parallel synchronisation belongs).
+#pragma once
+
+#include <ATen/core/Tensor.h>
+#include <c10/core/Device.h>
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "cohort/comm/communicator.hpp"
+#include "cohort/pipeline/schedule.hpp"
+
+namespace cohort::pipeline {
+
+struct ExecutorOptions {
+  Schedule schedule = Schedule::kOneFOneB;
+  int micro_batches = 1;
+  int stage = 0;
+  int stages = 1;
+  std::vector<std::int64_t> input_shape;        // per sample, received from stage - 1
+  std::vector<std::int64_t> output_shape;       // per sample, sent to stage + 1
+  c10::Device device = c10::Device(c10::kCPU);  // where received buffers live
+};
+
+struct StepHooks {
+  // The stage on one micro-batch (stage 0: the data; elsewhere the received activation).
+  std::function<at::Tensor(int micro, const at::Tensor& input)> forward;
+  // Last stage: the micro-batch's loss from the stage's output, scaled so that the step's loss
+  // is the sum over micro-batches.
+  std::function<at::Tensor(int micro, const at::Tensor& output)> loss;
+  // Before each backward; `last` is true for the step's final one.
+  std::function<void(int micro, bool last)> before_backward;
+};
+
+struct StepStats {
+  double loss = 0;  // last stage: the sum of the micro-batches' losses; 0 elsewhere
+  int peak_in_flight = 0;
+  std::int64_t peak_activation_bytes = 0;
+  double compute_s = 0;  // forwards, losses and backwards of this stage
+  double wait_s = 0;     // blocked on receives and on the step's sends
+  double step_s = 0;
+};
+
+class Executor {
+ public:
+  // `pipe`: the pipeline group (nullptr or size 1 for a single stage). Not owned.
+  Executor(comm::Communicator* pipe, ExecutorOptions options);
+
+  // One step. `inputs` are the micro-batches' inputs: stage 0 computes on them, every stage
+  // takes its micro-batch sizes from them. Collective over the pipeline group.
+  StepStats train_step(const std::vector<at::Tensor>& inputs, const StepHooks& hooks);
+
+  // Forward only (evaluation, no autograd graph): returns the last stage's output, an undefined
+  // tensor elsewhere. Collective over the pipeline group.
+  at::Tensor forward_only(const at::Tensor& input,
+                          const std::function<at::Tensor(const at::Tensor&)>& forward);
+
+  const std::vector<Action>& actions() const { return actions_; }
+
+ private:
+  at::Tensor receive_buffer(const std::vector<std::int64_t>& shape, std::int64_t batch) const;
+
+  comm::Communicator* pipe_;
+  ExecutorOptions options_;
+  std::vector<Action> actions_;
+};
+
+}  // namespace cohort::pipeline

@@ -1,0 +1,77 @@
+// Stage: the contiguous run of a model's blocks that one pipeline rank owns.
+//
+// A model that qualifies for pipelining declares itself as a sequence of blocks (BlockSpec): each
+// names the submodules it uses, by the model's own names, and maps one tensor to the next. A Stage
+// registers those submodules under the same names, so a stage's parameter names are the whole
+// model's (checkpoints written by any split name tensors alike). A submodule used by blocks of
+// two stages (GPT's token embedding, which its output head reuses) is held by both: each copy
+// gets its own gradient, which the trainer sums over the stages sharing it
+// (shared_parameters()), so the copies stay equal. place() spreads the stage's blocks over
+// several local devices (intra-process model parallelism); forward() then moves each block's
+// input to the block's device.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+#include <c10/core/Device.h>
+#include <torch/nn/module.h>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace cohort::pipeline {
+
+struct BlockSpec {
+  std::string name;  // for messages: "block3", "embed", "head"
+  std::vector<std::pair<std::string, std::shared_ptr<torch::nn::Module>>> modules;
+  std::function<at::Tensor(const at::Tensor&)> forward;
+  std::int64_t parameters() const;  // of its modules (a shared module counts in each user)
+};
+
+class Stage : public torch::nn::Module {
+ public:
+  // `bounds` is a partition of `blocks` (partition.hpp); this is stage `index` of it.
+  Stage(const std::vector<BlockSpec>& blocks, const std::vector<int>& bounds, int index);
+
+  at::Tensor forward(const at::Tensor& x);
+
+  int index() const { return index_; }
+  int stages() const { return stages_; }
+  bool first() const { return index_ == 0; }
+  bool last() const { return index_ + 1 == stages_; }
+  const std::vector<std::string>& block_names() const { return names_; }
+  // Parameters (by name) that other stages hold copies of, and which stages hold them.
+  const std::vector<std::string>& shared_parameters() const { return shared_; }
+  const std::vector<int>& sharing_stages() const { return sharing_stages_; }
+
+  // Intra-process placement: the stage's blocks are split over `devices` by parameter count and
+  // their modules moved there. ConfigError for more devices than blocks.
+  void place(const std::vector<c10::Device>& devices);
+
+ private:
+  int index_, stages_;
+  std::vector<std::string> names_;
+  std::vector<std::function<at::Tensor(const at::Tensor&)>> forwards_;
+  std::vector<c10::Device> devices_;  // per block; empty: where the modules are
+  std::vector<std::vector<std::shared_ptr<torch::nn::Module>>> modules_;  // per block
+  std::vector<std::int64_t> weights_;
+  std::vector<std::string> shared_;
+  std::vector<int> sharing_stages_;
+};
+
+// The per-sample shape (without the batch dimension) of every block's output, from one pass of
+// `sample` ([1, ...]) through all blocks in eval mode, without gradients. The module is left in
+// training mode. Every rank builds the whole model, so every stage knows its neighbours' shapes
+// without exchanging them.
+std::vector<std::vector<std::int64_t>> block_output_shapes(const std::vector<BlockSpec>& blocks,
+                                                           torch::nn::Module& model,
+                                                           const at::Tensor& sample);
+
+// "cuda:0,cuda:1" -> devices; "" -> none. ConfigError naming parallel.devices for a bad entry or,
+// on a machine without CUDA, for any CUDA device (checked before anything is placed).
+std::vector<c10::Device> parse_devices(const std::string& text);
+
+}  // namespace cohort::pipeline

@@ -1,0 +1,164 @@
+#include "train/parallelism.hpp"
+
+#include <ATen/ops/stack.h>
+#include <ATen/ops/zeros.h>
+
+#include <algorithm>
+#include <set>
+
+#include "cohort/error.hpp"
+#include "cohort/pipeline/partition.hpp"
+#include "cohort/pipeline/tensor_parallel.hpp"
+#include "cohort/train/config.hpp"
+
+namespace cohort::train {
+
+Parallelism::Parallelism(const Config& config, comm::Communicator& world, int ranks_per_node)
+    : config_(config),
+      world_(world),
+      layout_(env::ParallelLayout::make(
+          world.size(), static_cast<int>(config.get_int("parallel.pipeline_stages")),
+          static_cast<int>(config.get_int("parallel.tensor")), ranks_per_node)),
+      coords_(layout_.coords(world.rank())) {
+  micro_batches_ = pipelined() ? static_cast<int>(config.get_int("parallel.micro_batches")) : 1;
+  COHORT_CHECK(micro_batches_ >= 1, ConfigError, "parallel.micro_batches must be >= 1, not ",
+               micro_batches_);
+  if (pipelined()) {
+    const auto batch = config.get_int("data.batch_size");
+    COHORT_CHECK(batch % micro_batches_ == 0, ConfigError, "data.batch_size = ", batch,
+                 " is not divisible by parallel.micro_batches = ", micro_batches_);
+    COHORT_CHECK(config.get_int("optim.accumulation") == 1, ConfigError,
+                 "optim.accumulation > 1 with pipeline stages: use parallel.micro_batches");
+  }
+  build_groups();
+}
+
+Parallelism::~Parallelism() = default;
+
+// Every split is collective over the world, so every rank makes the same calls in the same order.
+void Parallelism::build_groups() {
+  if (layout_.stages() == 1 && layout_.tensor() == 1) return;  // pure data parallelism
+  const int rank = world_.rank();
+  data_ = world_.split(layout_.data_color(rank), rank);
+  pipe_ = world_.split(layout_.pipeline_color(rank), coords_.stage);
+  tensor_ = world_.split(layout_.tensor_color(rank), coords_.tensor);
+  const bool end = coords_.stage == 0 || coords_.stage + 1 == layout_.stages();
+  if (pipelined()) shared_ = world_.split(end ? layout_.pipeline_color(rank) : -1, coords_.stage);
+}
+
+bool Parallelism::scores() const {
+  return coords_.stage + 1 == layout_.stages() && coords_.tensor == 0;
+}
+
+void Parallelism::attach(std::shared_ptr<Model> model, const at::Tensor& sample,
+                         ddp::DdpOptions ddp) {
+  model_ = std::move(model);
+  const auto devices = pipeline::parse_devices(config_.get_string("parallel.devices"));
+  std::set<std::string> split;
+  if (pipelined() || !devices.empty()) {
+    const auto blocks = model_->blocks();
+    COHORT_CHECK(!blocks.empty(), ConfigError, "model ", config_.get_string("model.name"),
+                 " is not a sequence of blocks: it cannot be split into pipeline stages");
+    const auto partition = config_.get_int_list("parallel.partition");
+    const int n = static_cast<int>(blocks.size());
+    std::vector<std::int64_t> weights;
+    for (const auto& b : blocks) weights.push_back(b.parameters());
+    const auto bounds = partition.empty()
+                            ? pipeline::partition_balanced(weights, layout_.stages())
+                            : pipeline::partition_explicit(partition, n, layout_.stages());
+    stage_ = std::make_shared<pipeline::Stage>(blocks, bounds, coords_.stage);
+    if (pipelined()) {
+      const auto shapes = pipeline::block_output_shapes(blocks, *model_, sample);
+      pipeline::ExecutorOptions o;
+      o.schedule = pipeline::parse_schedule(config_.get_string("parallel.schedule"));
+      o.micro_batches = micro_batches_;
+      o.stage = coords_.stage;
+      o.stages = layout_.stages();
+      if (coords_.stage > 0) o.input_shape = shapes[bounds[coords_.stage] - 1];
+      o.output_shape = shapes[bounds[coords_.stage + 1] - 1];
+      const auto params = stage_->parameters();
+      if (!params.empty()) o.device = params.front().device();
+      executor_ = std::make_unique<pipeline::Executor>(pipe_.get(), o);
+    }
+    stage_->place(devices);
+  }
+  for (const auto& name : pipeline::split_parameter_names(trained())) split.insert(name);
+  const std::set<std::string> shared =
+      stage_ ? std::set<std::string>(stage_->shared_parameters().begin(),
+                                     stage_->shared_parameters().end())
+             : std::set<std::string>();
+  const bool owns_shared = stage_ && !stage_->sharing_stages().empty() &&
+                           stage_->sharing_stages().front() == coords_.stage;
+  for (const auto& p : trained().named_parameters()) {
+    if (shared.count(p.key())) shared_parameters_.push_back(p.value());
+    if (shared.count(p.key()) && !owns_shared) continue;         // counted on the first stage
+    if (!split.count(p.key()) && coords_.tensor != 0) continue;  // replicated: counted once
+    norm_parameters_.push_back(p.value());
+  }
+  COHORT_CHECK(shared_parameters_.empty() || shared_ != nullptr, ConfigError,
+               "pipeline: only the first and the last stage may share modules");
+  ddp_ = std::make_unique<ddp::DistributedDataParallel>(trained(), data_group(), ddp);
+}
+
+torch::nn::Module& Parallelism::trained() {
+  return stage_ ? static_cast<torch::nn::Module&>(*stage_) : *model_;
+}
+
+at::Tensor Parallelism::forward(const at::Tensor& inputs) {
+  return stage_ ? stage_->forward(inputs) : model_->forward(inputs);
+}
+
+pipeline::StepStats Parallelism::pipeline_step(
+    const data::Batch& batch, const std::function<at::Tensor(const at::Tensor&)>& forward,
+    const LossFn& loss) {
+  const auto inputs = batch.inputs.chunk(micro_batches_);
+  const auto targets = batch.targets.chunk(micro_batches_);
+  std::optional<ddp::DistributedDataParallel::NoSync> local_only;
+  pipeline::StepHooks hooks;
+  hooks.forward = [&](int, const at::Tensor& x) { return forward(x); };
+  hooks.loss = [&](int m, const at::Tensor& out) {
+    return loss(out, targets[m]) / static_cast<double>(micro_batches_);
+  };
+  // Gradients accumulate locally until the step's last backward, whose hooks all-reduce them.
+  hooks.before_backward = [&](int, bool last) {
+    if (last) {
+      local_only.reset();
+    } else if (!local_only) {
+      local_only.emplace(*ddp_);
+    }
+  };
+  ddp_->begin_step();
+  auto stats = executor_->train_step(inputs, hooks);
+  local_only.reset();
+  ddp_->finish_step();
+  reduce_shared_gradients();
+  return stats;
+}
+
+// The copies of a shared module (the tied embedding on the first and last stage) get their
+// gradient summed, so that the same optimizer update keeps them equal.
+void Parallelism::reduce_shared_gradients() {
+  for (auto& p : shared_parameters_) {
+    at::Tensor grad = p.grad();
+    if (!grad.defined()) continue;
+    shared_->all_reduce(grad);
+  }
+}
+
+at::Tensor Parallelism::forward_only(const at::Tensor& inputs) {
+  if (!pipelined()) return forward(inputs);
+  return executor_->forward_only(inputs, [this](const at::Tensor& x) { return forward(x); });
+}
+
+double Parallelism::grad_norm_squared(comm::Communicator& control) {
+  double squared = 0;
+  for (const auto& p : norm_parameters_) {
+    if (p.grad().defined()) squared += p.grad().to(at::kDouble).pow(2).sum().item<double>();
+  }
+  at::Tensor total = at::zeros({1}, at::kDouble);
+  total[0] = squared;
+  control.all_reduce(total);
+  return total.item<double>() / layout_.data();  // every data-parallel replica counted it
+}
+
+}  // namespace cohort::train

@@ -1,0 +1,93 @@
+// Parallelism: this rank's share of the model and the groups that train it, for
+// world = data x pipeline x tensor (env::ParallelLayout).
+//
+// Protocol. Collective construction over the world: the gradient communicator is split into the
+// rank's data-parallel, pipeline and tensor groups (only the ones with more than one rank; with
+// neither pipeline nor tensor parallelism the data group is the world communicator itself), plus,
+// when the first and last stages share a module (GPT's tied token embedding), a group of those
+// two stages. attach() then takes the model, built whole on every rank with the same seed (and
+// its tensor-parallel layers already split over tensor_group()), and keeps this rank's stage of
+// it; the whole model's other blocks are dropped with the Model when the caller lets it go.
+// Without pipeline stages the trainer runs its own accumulation loop around ddp(); with them,
+// pipeline_step() runs one step's forwards and backwards through the executor's schedule, leaving
+// gradients averaged over the data group (DDP synchronises during the step's last backward) and
+// summed over the shared copies. The loss a rank reports counts only where it is computed once
+// (last stage, tensor index 0): scores().
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cohort/comm/communicator.hpp"
+#include "cohort/data/reader.hpp"
+#include "cohort/ddp/distributed_data_parallel.hpp"
+#include "cohort/env/parallel_layout.hpp"
+#include "cohort/pipeline/executor.hpp"
+#include "cohort/pipeline/stage.hpp"
+#include "cohort/train/model.hpp"
+
+namespace cohort::train {
+
+class Config;
+
+using LossFn = std::function<at::Tensor(const at::Tensor& logits, const at::Tensor& targets)>;
+
+class Parallelism {
+ public:
+  Parallelism(const Config& config, comm::Communicator& world, int ranks_per_node);  // collective
+  ~Parallelism();
+
+  const env::ParallelLayout& layout() const { return layout_; }
+  const env::ParallelCoords& coords() const { return coords_; }
+  comm::Communicator& data_group() { return data_ ? *data_ : world_; }
+  comm::Communicator* tensor_group() { return tensor_.get(); }
+  bool pipelined() const { return layout_.stages() > 1; }
+  bool scores() const;  // this rank computes the loss that counts: last stage, tensor index 0
+
+  // Takes the whole model, keeps this rank's stage (when pipelined or placed on devices), wraps
+  // it in DDP over the data group. `sample` is one input sample for shape inference.
+  void attach(std::shared_ptr<Model> model, const at::Tensor& sample, ddp::DdpOptions ddp);
+  torch::nn::Module& trained();  // what the optimizer and checkpoints see
+  Model& model() { return *model_; }
+  at::Tensor forward(const at::Tensor& inputs);  // the trained module
+  ddp::DistributedDataParallel& ddp() { return *ddp_; }
+  const pipeline::Executor& executor() const { return *executor_; }
+
+  // Pipelined: one step over `batch`, split into parallel.micro_batches; `forward` runs the
+  // stage (the caller adds autocast), `loss` maps logits and targets to a mean loss. Returns the
+  // executor's figures; stats.loss is the step's loss where scores(). Collective.
+  pipeline::StepStats pipeline_step(const data::Batch& batch,
+                                    const std::function<at::Tensor(const at::Tensor&)>& forward,
+                                    const LossFn& loss);
+  // Evaluation's forward: the logits on the last stage, an undefined tensor elsewhere.
+  at::Tensor forward_only(const at::Tensor& inputs);
+
+  // The global squared L2 norm of the gradients, over every stage and tensor part, each
+  // parameter counted once; collective over `control` (the world).
+  double grad_norm_squared(comm::Communicator& control);
+
+ private:
+  void build_groups();
+  void reduce_shared_gradients();
+
+  const Config& config_;
+  comm::Communicator& world_;
+  env::ParallelLayout layout_;
+  env::ParallelCoords coords_;
+  std::unique_ptr<comm::Communicator> data_, pipe_, tensor_, shared_;
+  std::shared_ptr<Model> model_;
+  std::shared_ptr<pipeline::Stage> stage_;
+  std::unique_ptr<ddp::DistributedDataParallel> ddp_;
+  std::unique_ptr<pipeline::Executor> executor_;
+  std::vector<at::Tensor> norm_parameters_;    // each counted once in the global norm
+  std::vector<at::Tensor> shared_parameters_;  // copies held by several stages
+  int micro_batches_ = 1;
+};
+
+}  // namespace cohort::train
