@@ -1,10 +1,14 @@
 #include <ATen/ops/empty.h>
 #include <ATen/ops/zeros.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <ctime>
 #include <filesystem>
+#include <map>
+#include <sstream>
 
 #include <unistd.h>
 
@@ -94,13 +98,73 @@ void commit(const std::string& dir, const std::string& tmp, const std::string& f
   fsync_directory(dir);
 }
 
-ShardPlan plan_of(const SaveRequest& request, int world) {
+std::vector<TensorSpec> specs_of(const SaveRequest& request) {
   std::vector<TensorSpec> specs;
   for (const auto& t : request.tensors) {
     specs.push_back({t.name, dtype_name(t.tensor.scalar_type()), t.tensor.sizes().vec(),
                      static_cast<std::int64_t>(t.tensor.element_size())});
   }
-  return ShardPlan::balanced(std::move(specs), world);
+  return specs;
+}
+
+// "name dtype element_bytes d0,d1,...\n" per tensor (names hold no spaces or newlines).
+std::string encode(const std::vector<TensorSpec>& specs) {
+  std::ostringstream out;
+  for (const auto& t : specs) {
+    out << t.name << ' ' << t.dtype << ' ' << t.element_bytes << ' ';
+    for (std::size_t d = 0; d < t.shape.size(); ++d) out << (d ? "," : "") << t.shape[d];
+    out << '\n';
+  }
+  return out.str();
+}
+
+std::vector<TensorSpec> decode(const std::string& text) {
+  std::vector<TensorSpec> specs;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    std::istringstream fields(line);
+    TensorSpec t;
+    std::string shape;
+    fields >> t.name >> t.dtype >> t.element_bytes >> shape;
+    std::istringstream dims(shape);
+    for (std::string d; std::getline(dims, d, ',');) t.shape.push_back(std::stoll(d));
+    specs.push_back(std::move(t));
+  }
+  return specs;
+}
+
+// Every rank's text, in rank order: lengths by one all-reduce, then one padded all-gather.
+std::vector<std::string> gather_text(const std::string& mine, comm::Communicator& comm) {
+  const int world = comm.size();
+  at::Tensor lengths = at::zeros({world}, at::kLong);
+  lengths[comm.rank()] = static_cast<std::int64_t>(mine.size());
+  comm.all_reduce(lengths);
+  const std::int64_t longest = std::max<std::int64_t>(1, lengths.max().item<std::int64_t>());
+  at::Tensor own = at::zeros({longest}, at::kByte);
+  std::memcpy(own.data_ptr(), mine.data(), mine.size());
+  at::Tensor all = at::empty({longest * world}, at::kByte);
+  comm.all_gather(all, own);
+  std::vector<std::string> texts;
+  const auto* bytes = static_cast<const char*>(all.data_ptr());
+  for (int r = 0; r < world; ++r) {
+    texts.emplace_back(bytes + r * longest,
+                       static_cast<std::size_t>(lengths[r].item<std::int64_t>()));
+  }
+  return texts;
+}
+
+// The request's tensors aligned with the plan's: undefined where this rank holds none.
+std::vector<at::Tensor> flat_by_plan(const SaveRequest& request, const ShardPlan& plan) {
+  std::map<std::string, std::size_t> local;
+  for (std::size_t i = 0; i < request.tensors.size(); ++i) local[request.tensors[i].name] = i;
+  std::vector<at::Tensor> flat;
+  for (const auto& spec : plan.tensors()) {
+    const auto it = local.find(spec.name);
+    flat.push_back(it == local.end()
+                       ? at::Tensor()
+                       : request.tensors[it->second].tensor.contiguous().reshape({-1}));
+  }
+  return flat;
 }
 
 // Names this save attempt, the same on every rank: a requeued job never writes into a leftover.
@@ -124,15 +188,46 @@ std::string step_dir_name(std::int64_t step) {
   return name;
 }
 
-SaveRequest snapshot_own_part(const SaveRequest& request, int world, int rank) {
+ShardPlan plan_checkpoint(const SaveRequest& request, comm::Communicator& comm) {
+  const auto mine = specs_of(request);
+  const auto texts = gather_text(encode(mine), comm);
+  if (std::all_of(texts.begin(), texts.end(), [&](const auto& t) { return t == texts.front(); })) {
+    return ShardPlan::balanced(mine, comm.size());  // replicated: data parallelism
+  }
+  std::vector<TensorSpec> all;
+  std::vector<std::vector<int>> holders;
+  std::map<std::string, std::size_t> index;
+  for (int r = 0; r < comm.size(); ++r) {
+    for (auto& spec : decode(texts[static_cast<std::size_t>(r)])) {
+      const auto [it, added] = index.emplace(spec.name, all.size());
+      if (added) {
+        all.push_back(spec);
+        holders.emplace_back();
+      }
+      const TensorSpec& first = all[it->second];
+      COHORT_CHECK(first.dtype == spec.dtype && first.shape == spec.shape, IoError,
+                   "checkpoint: tensor '", spec.name, "' differs between ranks (", first.dtype, " ",
+                   c10::IntArrayRef(first.shape), " vs ", spec.dtype, " ",
+                   c10::IntArrayRef(spec.shape), ")");
+      holders[it->second].push_back(r);
+    }
+  }
+  return ShardPlan::among_holders(std::move(all), holders, comm.size());
+}
+
+SaveRequest snapshot_own_part(const SaveRequest& request, const ShardPlan& plan, int rank) {
   SaveRequest copy = request;
-  for (auto& t : copy.tensors) {
+  std::map<std::string, std::size_t> local;
+  for (std::size_t i = 0; i < copy.tensors.size(); ++i) {
+    auto& t = copy.tensors[i];
+    local[t.name] = i;
     t.tensor =
         at::empty(t.tensor.sizes(), t.tensor.options().memory_format(at::MemoryFormat::Contiguous));
   }
-  for (const auto& s : plan_of(request, world).slices_of(rank)) {
-    const at::Tensor from = request.tensors[s.tensor].tensor.contiguous().reshape({-1});
-    copy.tensors[s.tensor]
+  for (const auto& s : plan.slices_of(rank)) {
+    const std::size_t i = local.at(plan.tensors()[s.tensor].name);
+    const at::Tensor from = request.tensors[i].tensor.contiguous().reshape({-1});
+    copy.tensors[i]
         .tensor.view({-1})
         .narrow(0, s.offset, s.count)
         .copy_(from.narrow(0, s.offset, s.count));
@@ -142,11 +237,14 @@ SaveRequest snapshot_own_part(const SaveRequest& request, int world, int rank) {
 
 std::string save_checkpoint(const std::string& dir, const SaveRequest& request,
                             comm::Communicator& comm) {
+  return save_checkpoint(dir, request, plan_checkpoint(request, comm), comm);
+}
+
+std::string save_checkpoint(const std::string& dir, const SaveRequest& request,
+                            const ShardPlan& plan, comm::Communicator& comm) {
   const std::string tag = attempt_tag(comm);
   const int rank = comm.rank(), world = comm.size();
-  std::vector<at::Tensor> flat;
-  for (const auto& t : request.tensors) flat.push_back(t.tensor.contiguous().reshape({-1}));
-  const ShardPlan plan = plan_of(request, world);
+  const std::vector<at::Tensor> flat = flat_by_plan(request, plan);
   const std::string final_dir = dir + "/" + step_dir_name(request.step);
   const std::string tmp = final_dir + ".tmp-" + tag;
   const std::size_t n = plan.slices().size();

@@ -1,6 +1,7 @@
 #include "cohort/ckpt/shard_plan.hpp"
 
 #include <algorithm>
+#include <map>
 #include <set>
 
 #include "cohort/error.hpp"
@@ -52,6 +53,37 @@ ShardPlan ShardPlan::balanced(std::vector<TensorSpec> tensors, int world) {
     }
     base += n * t.element_bytes;
   }
+  return plan;
+}
+
+ShardPlan ShardPlan::among_holders(std::vector<TensorSpec> tensors,
+                                   const std::vector<std::vector<int>>& holders, int world) {
+  COHORT_CHECK(holders.size() == tensors.size(), ConfigError, "checkpoint plan: holders for ",
+               holders.size(), " of ", tensors.size(), " tensors");
+  ShardPlan plan = balanced(tensors, world);  // validates the specs; its slices are replaced
+  std::map<std::vector<int>, std::vector<std::size_t>> groups;
+  for (std::size_t i = 0; i < tensors.size(); ++i) {
+    COHORT_CHECK(!holders[i].empty(), ConfigError, "checkpoint plan: no rank holds '",
+                 tensors[i].name, "'");
+    for (const int r : holders[i]) {
+      COHORT_CHECK(r >= 0 && r < world, ConfigError, "checkpoint plan: rank ", r,
+                   " outside the world of ", world);
+    }
+    groups[holders[i]].push_back(i);
+  }
+  plan.slices_.clear();
+  for (const auto& [ranks, members] : groups) {
+    std::vector<TensorSpec> part;
+    for (const auto i : members) part.push_back(tensors[i]);
+    const ShardPlan sub = balanced(std::move(part), static_cast<int>(ranks.size()));
+    for (const auto& s : sub.slices()) {
+      plan.slices_.push_back(
+          {members[s.tensor], ranks[static_cast<std::size_t>(s.rank)], s.offset, s.count});
+    }
+  }
+  std::sort(plan.slices_.begin(), plan.slices_.end(), [](const Slice& a, const Slice& b) {
+    return a.tensor != b.tensor ? a.tensor < b.tensor : a.offset < b.offset;
+  });
   return plan;
 }
 

@@ -1,4 +1,5 @@
-// `cohort env [--json] [--all-ranks]`: the launcher's view of this rank, checked against MPI.
+// `cohort env [--json] [--all-ranks] [--parallel ...]`: the launcher's view of this rank, checked
+// against MPI; or the data x pipeline x tensor mapping of the job's ranks.
 #include <boost/program_options.hpp>
 #include <cstdio>
 #include <iostream>
@@ -6,14 +7,17 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <sstream>
+#include <utility>
 
 #include "cohort/comm/backend_info.hpp"
 #include "cohort/comm/mpi_session.hpp"
 #include "cohort/config.hpp"
 #include "cohort/env/environment.hpp"
 #include "cohort/env/hostlist.hpp"
+#include "cohort/env/parallel_layout.hpp"
 #include "cohort/env/system_info.hpp"
 #include "cohort/env/topology_json.hpp"
+#include "cohort/error.hpp"
 #include "cohort/train/torch_runtime.hpp"
 #include "command.hpp"
 
@@ -121,20 +125,82 @@ void emit(const std::string& text) {
   std::fflush(stdout);
 }
 
+// "pipeline=2,tensor=2" (or pp=2,tp=2): the two factors of the layout.
+std::pair<int, int> parse_parallel(const std::string& spec) {
+  int pipeline = 1, tensor = 1;
+  std::stringstream in(spec);
+  for (std::string item; std::getline(in, item, ',');) {
+    const auto eq = item.find('=');
+    const std::string key = item.substr(0, eq);
+    int* target = key == "pipeline" || key == "pp" ? &pipeline
+                  : key == "tensor" || key == "tp" ? &tensor
+                                                   : nullptr;
+    COHORT_CHECK(target != nullptr && eq != std::string::npos, UsageError, "--parallel: '", item,
+                 "' is not pipeline=N or tensor=N");
+    try {
+      *target = std::stoi(item.substr(eq + 1));
+    } catch (const std::exception&) {
+      COHORT_THROW(UsageError, "--parallel: '", item, "' is not pipeline=N or tensor=N");
+    }
+  }
+  return {pipeline, tensor};
+}
+
+json layout_json(const env::ParallelLayout& layout, const env::Topology& topology) {
+  json ranks = json::array();
+  for (int r = 0; r < layout.world(); ++r) {
+    const auto c = layout.coords(r);
+    const int node = r / std::max(1, topology.local_size);  // block distribution, as launchers do
+    json entry = {{"rank", r},
+                  {"data", c.data},
+                  {"stage", c.stage},
+                  {"tensor", c.tensor},
+                  {"node", node},
+                  {"data_group", layout.data_group(r)},
+                  {"pipeline_group", layout.pipeline_group(r)},
+                  {"tensor_group", layout.tensor_group(r)}};
+    if (node < static_cast<int>(topology.hosts.size())) entry["host"] = topology.hosts[node];
+    ranks.push_back(entry);
+  }
+  return {{"world", layout.world()},
+          {"data", layout.data()},
+          {"pipeline_stages", layout.stages()},
+          {"tensor", layout.tensor()},
+          {"ranks", ranks}};
+}
+
+// `cohort env --parallel ...`: the data x pipeline x tensor mapping of this job's ranks (or of
+// --world N), printed once. Pure arithmetic: no MPI is started.
+int print_layout(const po::variables_map& vm, const env::Topology& topology) {
+  const auto [pipeline, tensor] = parse_parallel(vm["parallel"].as<std::string>());
+  const int world = vm.count("world") ? vm["world"].as<int>() : topology.world_size;
+  const int per_node = vm.count("world") ? 0 : topology.local_size;
+  const auto layout = env::ParallelLayout::make(world, pipeline, tensor, per_node);
+  if (topology.rank != 0) return 0;
+  emit(vm.count("json") ? layout_json(layout, topology).dump(2) + "\n" : layout.describe());
+  return 0;
+}
+
 }  // namespace
 
 int run_env(const std::vector<std::string>& args, int* argc, char*** argv) {
   po::options_description options("cohort env options");
   options.add_options()("help,h", "show this help")("json", "print JSON (one object per rank)")(
-      "all-ranks", "gather every rank's view to rank 0 and print them together");
+      "all-ranks", "gather every rank's view to rank 0 and print them together")(
+      "parallel", po::value<std::string>(),
+      "print the data x pipeline x tensor rank mapping for pipeline=P,tensor=T")(
+      "world", po::value<int>(), "with --parallel: this many ranks (default: the job's)");
   po::variables_map vm;
   po::store(po::command_line_parser(args).options(options).run(), vm);
   po::notify(vm);
   if (vm.count("help")) {
-    std::cout << "usage: cohort env [--json] [--all-ranks]\n" << options;
+    std::cout << "usage: cohort env [--json] [--all-ranks] [--parallel pipeline=P,tensor=T "
+                 "[--world N]]\n"
+              << options;
     return 0;
   }
   env::Topology topology = env::detect(env::Environment::from_process());
+  if (vm.count("parallel")) return print_layout(vm, topology);
   std::unique_ptr<comm::MpiSession> session;
   std::optional<comm::NodeLayout> layout;
   if (topology.distributed()) {

@@ -4,6 +4,7 @@
 #include <c10/core/GradMode.h>
 #include <torch/autograd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <map>
 #include <optional>
@@ -64,6 +65,12 @@ StepStats Executor::train_step(const std::vector<at::Tensor>& inputs, const Step
   std::map<std::size_t, PendingRecv> recvs;  // by action index
   std::vector<comm::WorkPtr> sends;
   std::int64_t live_bytes = 0;
+  const std::int64_t memory_base = options_.memory_in_use ? options_.memory_in_use() : 0;
+  const auto sample_memory = [&] {
+    if (!options_.memory_in_use) return;
+    stats.peak_memory_growth =
+        std::max(stats.peak_memory_growth, options_.memory_in_use() - memory_base);
+  };
   // A receive for action i, if it needs one: posted once, ahead of time.
   const auto post = [&](std::size_t i) {
     if (i >= actions_.size() || recvs.count(i) != 0) return;
@@ -86,6 +93,9 @@ StepStats Executor::train_step(const std::vector<at::Tensor>& inputs, const Step
     return node.mapped().buffer;
   };
   for (std::size_t i = 0; i < actions_.size(); ++i) {
+    // Finished sends let go of their tensors: a sent activation must not outlive its backward.
+    sends.erase(std::remove_if(sends.begin(), sends.end(), [](const auto& w) { return w->test(); }),
+                sends.end());
     post(i);
     post(i + 1);
     const Action& a = actions_[i];
@@ -105,6 +115,7 @@ StepStats Executor::train_step(const std::vector<at::Tensor>& inputs, const Step
       stats.compute_s += since(start);
       live_bytes += (first ? 0 : bytes_of(f.input)) + (last ? 0 : bytes_of(f.output));
       live.emplace(a.micro, std::move(f));
+      sample_memory();
       stats.peak_in_flight = std::max(stats.peak_in_flight, static_cast<int>(live.size()));
       stats.peak_activation_bytes = std::max(stats.peak_activation_bytes, live_bytes);
       continue;
@@ -127,6 +138,7 @@ StepStats Executor::train_step(const std::vector<at::Tensor>& inputs, const Step
     }
     stats.compute_s += since(start);
     live_bytes -= (first ? 0 : bytes_of(f.input)) + (last ? 0 : bytes_of(f.output));
+    sample_memory();
   }
   const auto start = Clock::now();
   for (auto& work : sends) work->wait();

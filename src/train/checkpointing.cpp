@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <functional>
@@ -18,6 +19,8 @@
 #include <set>
 #include <utility>
 
+#include "cohort/ckpt/inspect.hpp"
+#include "cohort/ckpt/reader.hpp"
 #include "cohort/comm/factory.hpp"
 #include "cohort/comm/mpi_session.hpp"
 #include "cohort/error.hpp"
@@ -68,6 +71,51 @@ TrainCheckpoints::TrainCheckpoints(const Config& config, const comm::MpiSession&
   nodes_ = std::max(1, session.size() / std::max(1, session.node_size()));
 }
 
+void TrainCheckpoints::set_layout(int data, int tensor_rank, int tensor,
+                                  std::set<std::string> split) {
+  data_ = data;
+  tensor_rank_ = tensor_rank;
+  tensor_ = tensor;
+  split_ = std::move(split);
+}
+
+std::string TrainCheckpoints::saved_name(const std::string& parameter) const {
+  if (split_.count(parameter) == 0) return parameter;
+  return parameter + ".tp" + std::to_string(tensor_rank_) + "of" + std::to_string(tensor_);
+}
+
+// A checkpoint written with another tensor split names its parts differently: say so plainly
+// instead of skipping every checkpoint and starting over.
+void TrainCheckpoints::check_tensor_split() const {
+  std::string latest;
+  try {
+    latest = dir_ + "/" + ckpt::read_latest(dir_);
+  } catch (const IoError&) {
+    return;  // nothing to resume
+  }
+  ckpt::Manifest manifest;
+  try {
+    manifest = ckpt::CheckpointReader(latest).manifest();
+  } catch (const IoError&) {
+    return;  // load_latest() reports it and tries the others
+  }
+  int written = 1;
+  for (const auto& t : manifest.tensors) {
+    const auto at = t.name.rfind(".tp");
+    const auto of = t.name.rfind("of");
+    if (at != std::string::npos && of != std::string::npos && of > at) {
+      written = std::atoi(t.name.c_str() + of + 2);
+      break;
+    }
+  }
+  COHORT_CHECK(
+      written == tensor_, ConfigError, latest,
+      "/manifest.json: written with parallel.tensor = ", written,
+      "; this run has parallel.tensor = ", tensor_,
+      ": tensor-parallel checkpoints load only with the same parallel.tensor (data-parallel "
+      "size and pipeline stages may change)");
+}
+
 TrainCheckpoints::~TrainCheckpoints() {
   if (writer_.joinable()) writer_.join();  // never leave a thread writing into freed state
 }
@@ -83,13 +131,15 @@ void TrainCheckpoints::finish() {
 std::vector<ckpt::NamedTensor> TrainCheckpoints::tensors(bool create_optimizer_state) {
   std::vector<ckpt::NamedTensor> out;
   adamw_steps_.clear();
-  for (const auto& p : model_.named_parameters()) out.push_back({"model." + p.key(), p.value()});
+  for (const auto& p : model_.named_parameters()) {
+    out.push_back({"model." + saved_name(p.key()), p.value()});
+  }
   for (const auto& b : model_.named_buffers()) out.push_back({"model." + b.key(), b.value()});
   const bool adamw = config_.get_string("optim.name") == "adamw";
   const bool momentum = config_.get_float("optim.momentum") != 0;
   auto& state = optimizer_.state();
   for (const auto& p : model_.named_parameters()) {
-    const std::string name = "optim." + p.key();
+    const std::string name = "optim." + saved_name(p.key());
     const std::string key = key_of(p.value());
     if (create_optimizer_state && state.find(key) == state.end() && (adamw || momentum)) {
       if (adamw) {
@@ -131,6 +181,7 @@ std::optional<ResumePoint> TrainCheckpoints::resume(std::int64_t batch_size, std
   }
   comm_->barrier();  // nobody looks at the directory while rank 0 cleans it
   if (!config_.get_bool("checkpoint.resume")) return std::nullopt;
+  check_tensor_split();
   auto wanted = tensors(/*create_optimizer_state=*/true);
   at::Tensor position = at::zeros({4}, at::kLong);
   wanted.push_back({"trainer.position", position});
@@ -143,7 +194,7 @@ std::optional<ResumePoint> TrainCheckpoints::resume(std::int64_t batch_size, std
   for (auto& [state, tensor] : adamw_steps_) state->step(tensor.item<std::int64_t>());
   const auto* p = position.data_ptr<std::int64_t>();
   ResumePoint point{p[0], {p[1], p[2]}, loaded->path};
-  const std::int64_t global_batch = batch_size * comm_->size();
+  const std::int64_t global_batch = batch_size * (data_ > 0 ? data_ : comm_->size());
   if (loaded->manifest.world_size == comm_->size() && p[3] == global_batch) {
     set_generator_state(loaded->rank_state);
   } else {  // another world: the same global sample count within the epoch, in new batches
@@ -171,7 +222,7 @@ void TrainCheckpoints::save(std::int64_t step, const data::LoaderState& loader,
   ckpt::SaveRequest request;
   request.step = step;
   request.epoch = loader.epoch;
-  const std::int64_t global_batch = batch_size * comm_->size();
+  const std::int64_t global_batch = batch_size * (data_ > 0 ? data_ : comm_->size());
   request.samples_seen = step * global_batch * config_.get_int("optim.accumulation");
   request.config_hash = config_.hash();
   request.nodes = nodes_;
@@ -209,10 +260,11 @@ void TrainCheckpoints::save(std::int64_t step, const data::LoaderState& loader,
   start_background([this, copied, committed, request = std::move(request)] {
     bool released = false;
     try {
-      const auto own = ckpt::snapshot_own_part(request, comm_->size(), comm_->rank());
+      const auto plan = ckpt::plan_checkpoint(request, *comm_);
+      const auto own = ckpt::snapshot_own_part(request, plan, comm_->rank());
       copied->set_value();
       released = true;
-      ckpt::save_checkpoint(dir_, own, *comm_);
+      ckpt::save_checkpoint(dir_, own, plan, *comm_);
       committed();
       if (comm_->rank() == 0) apply_retention();
     } catch (...) {

@@ -29,6 +29,7 @@
 #include <future>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <utility>
@@ -79,11 +80,17 @@ class TrainCheckpoints {
   // the save; on the writer's thread for an asynchronous save.
   using OnCommitted = std::function<void(std::int64_t, const std::string&, double, bool)>;
   void set_on_committed(OnCommitted f) { on_committed_ = std::move(f); }
+  // Model parallelism: `data` replicas make the global batch; the parameters in `split` are this
+  // rank's part `tensor_rank` of `tensor` and are saved as "<name>.tp<r>of<t>" (their parts
+  // differ between tensor ranks), which only a run with the same parallel.tensor can load.
+  void set_layout(int data, int tensor_rank, int tensor, std::set<std::string> split);
   // True while an asynchronous save (or a retention pass) is still running.
   bool in_flight() const { return writing_.load(std::memory_order_acquire); }
 
  private:
   std::vector<ckpt::NamedTensor> tensors(bool create_optimizer_state);
+  std::string saved_name(const std::string& parameter) const;
+  void check_tensor_split() const;
   void apply_retention();
   void save(std::int64_t step, const data::LoaderState& loader, std::int64_t batch_size,
             bool async);
@@ -102,6 +109,9 @@ class TrainCheckpoints {
   std::exception_ptr writer_error_;
   std::future<void> snapshot_;  // ready once the writer holds its copy
   int nodes_ = 1;
+  int data_ = 0;  // data-parallel replicas (0: every rank is one)
+  int tensor_rank_ = 0, tensor_ = 1;
+  std::set<std::string> split_;
   OnCommitted on_committed_;
 };
 

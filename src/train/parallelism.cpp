@@ -3,6 +3,8 @@
 #include <ATen/ops/stack.h>
 #include <ATen/ops/zeros.h>
 
+#include <malloc.h>
+
 #include <algorithm>
 #include <set>
 
@@ -12,6 +14,15 @@
 #include "cohort/train/config.hpp"
 
 namespace cohort::train {
+namespace {
+
+// Bytes the host heap has handed out now (small blocks and mmapped large ones).
+std::int64_t heap_in_use() {
+  const struct mallinfo2 info = ::mallinfo2();
+  return static_cast<std::int64_t>(info.uordblks + info.hblkhd);
+}
+
+}  // namespace
 
 Parallelism::Parallelism(const Config& config, comm::Communicator& world, int ranks_per_node)
     : config_(config),
@@ -78,9 +89,11 @@ void Parallelism::attach(std::shared_ptr<Model> model, const at::Tensor& sample,
       o.output_shape = shapes[bounds[coords_.stage + 1] - 1];
       const auto params = stage_->parameters();
       if (!params.empty()) o.device = params.front().device();
+      if (o.device.is_cpu()) o.memory_in_use = heap_in_use;
       executor_ = std::make_unique<pipeline::Executor>(pipe_.get(), o);
     }
     stage_->place(devices);
+    model_.reset();  // the blocks of other stages go; the stage holds its own
   }
   for (const auto& name : pipeline::split_parameter_names(trained())) split.insert(name);
   const std::set<std::string> shared =
@@ -132,6 +145,14 @@ pipeline::StepStats Parallelism::pipeline_step(
   local_only.reset();
   ddp_->finish_step();
   reduce_shared_gradients();
+  totals_.peak_in_flight = std::max(totals_.peak_in_flight, stats.peak_in_flight);
+  totals_.peak_activation_bytes =
+      std::max(totals_.peak_activation_bytes, stats.peak_activation_bytes);
+  totals_.peak_memory_growth = std::max(totals_.peak_memory_growth, stats.peak_memory_growth);
+  totals_.compute_s += stats.compute_s;
+  totals_.wait_s += stats.wait_s;
+  totals_.step_s += stats.step_s;
+  ++steps_;
   return stats;
 }
 
@@ -148,6 +169,41 @@ void Parallelism::reduce_shared_gradients() {
 at::Tensor Parallelism::forward_only(const at::Tensor& inputs) {
   if (!pipelined()) return forward(inputs);
   return executor_->forward_only(inputs, [this](const at::Tensor& x) { return forward(x); });
+}
+
+nlohmann::json Parallelism::pipeline_report(comm::Communicator& control) const {
+  const int world = control.size();
+  constexpr int kFields = 6;
+  at::Tensor mine = at::zeros({kFields}, at::kDouble);
+  mine[0] = totals_.peak_in_flight;
+  mine[1] = static_cast<double>(totals_.peak_activation_bytes);
+  mine[2] = totals_.compute_s;
+  mine[3] = totals_.wait_s;
+  mine[4] = totals_.step_s;
+  mine[5] = static_cast<double>(totals_.peak_memory_growth);
+  at::Tensor all = at::zeros({kFields * world}, at::kDouble);
+  control.all_gather(all, mine);
+  if (control.rank() != 0) return nlohmann::json::object();
+  nlohmann::json ranks = nlohmann::json::array();
+  const auto* v = all.data_ptr<double>();
+  for (int r = 0; r < world; ++r) {
+    const double* x = v + kFields * r;
+    ranks.push_back({{"rank", r},
+                     {"stage", layout_.coords(r).stage},
+                     {"peak_in_flight", static_cast<int>(x[0])},
+                     {"peak_activation_bytes", static_cast<std::int64_t>(x[1])},
+                     {"peak_memory_growth_bytes", static_cast<std::int64_t>(x[5])},
+                     {"compute_s", x[2]},
+                     {"wait_s", x[3]},
+                     {"busy_fraction", x[4] > 0 ? x[2] / x[4] : 0.0}});
+  }
+  return {{"event", "pipeline"},
+          {"schedule", config_.get_string("parallel.schedule")},
+          {"stages", layout_.stages()},
+          {"micro_batches", micro_batches_},
+          {"steps", steps_},
+          {"bubble_theory", pipeline::bubble_fraction_theory(layout_.stages(), micro_batches_)},
+          {"ranks", ranks}};
 }
 
 double Parallelism::grad_norm_squared(comm::Communicator& control) {

@@ -7,7 +7,7 @@
 // when the first and last stages share a module (GPT's tied token embedding), a group of those
 // two stages. attach() then takes the model, built whole on every rank with the same seed (and
 // its tensor-parallel layers already split over tensor_group()), and keeps this rank's stage of
-// it; the whole model's other blocks are dropped with the Model when the caller lets it go.
+// it; the other stages' blocks are freed (the whole model exists only while it is split).
 // Without pipeline stages the trainer runs its own accumulation loop around ddp(); with them,
 // pipeline_step() runs one step's forwards and backwards through the executor's schedule, leaving
 // gradients averaged over the data group (DDP synchronises during the step's last backward) and
@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -53,8 +54,7 @@ class Parallelism {
   // Takes the whole model, keeps this rank's stage (when pipelined or placed on devices), wraps
   // it in DDP over the data group. `sample` is one input sample for shape inference.
   void attach(std::shared_ptr<Model> model, const at::Tensor& sample, ddp::DdpOptions ddp);
-  torch::nn::Module& trained();  // what the optimizer and checkpoints see
-  Model& model() { return *model_; }
+  torch::nn::Module& trained();                  // what the optimizer and checkpoints see
   at::Tensor forward(const at::Tensor& inputs);  // the trained module
   ddp::DistributedDataParallel& ddp() { return *ddp_; }
   const pipeline::Executor& executor() const { return *executor_; }
@@ -67,6 +67,11 @@ class Parallelism {
                                     const LossFn& loss);
   // Evaluation's forward: the logits on the last stage, an undefined tensor elsewhere.
   at::Tensor forward_only(const at::Tensor& inputs);
+
+  // Pipelined: one record of the run's schedule figures from every rank (peak micro-batches and
+  // bytes of activations held, busy share of step time), gathered over `control` (collective);
+  // rank 0 gets the record, the others an empty object.
+  nlohmann::json pipeline_report(comm::Communicator& control) const;
 
   // The global squared L2 norm of the gradients, over every stage and tensor part, each
   // parameter counted once; collective over `control` (the world).
@@ -88,6 +93,8 @@ class Parallelism {
   std::vector<at::Tensor> norm_parameters_;    // each counted once in the global norm
   std::vector<at::Tensor> shared_parameters_;  // copies held by several stages
   int micro_batches_ = 1;
+  pipeline::StepStats totals_;  // over the run: peaks are maxima, times are sums
+  std::int64_t steps_ = 0;
 };
 
 }  // namespace cohort::train

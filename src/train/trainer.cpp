@@ -26,6 +26,7 @@
 #include "cohort/env/system_info.hpp"
 #include "cohort/error.hpp"
 #include "cohort/monitor/monitor.hpp"
+#include "cohort/pipeline/tensor_parallel.hpp"
 #include "cohort/train/config.hpp"
 #include "cohort/train/monitoring.hpp"
 #include "cohort/train/optim.hpp"
@@ -146,6 +147,9 @@ void Trainer::Impl::setup() {
   schedule = std::make_unique<LrSchedule>(config, total_steps);
   checkpoints =
       std::make_unique<TrainCheckpoints>(config, session, parallel->trained(), *optimizer);
+  const auto split = pipeline::split_parameter_names(parallel->trained());
+  checkpoints->set_layout(parallel->layout().data(), parallel->coords().tensor,
+                          parallel->layout().tensor(), {split.begin(), split.end()});
   preemption = std::make_unique<Preemption>(config, *control);
 }
 
@@ -441,6 +445,10 @@ TrainSummary Trainer::run(std::FILE* progress) {
   if (evaluated_at != step && !s.resumable) finish_eval();  // the final model is evaluated
   im.checkpoints->maybe_save(step, im.loader->state(), batch_size, /*final=*/true);
   im.checkpoints->finish();  // the last save is on disk before the run reports its end
+  if (im.parallel->pipelined()) {
+    auto record = im.parallel->pipeline_report(*im.control);
+    if (!record.empty()) im.log(std::move(record));
+  }
   im.monitor->finish();
   s.monitor_seconds = im.monitor->own_seconds() + im.grad_norm_seconds;
   s.steps = step;

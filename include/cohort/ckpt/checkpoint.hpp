@@ -1,8 +1,12 @@
 // Saving and loading sharded checkpoints (docs/formats/checkpoint.md).
 //
 // save_checkpoint() is collective over the checkpoint's own communicator (never the training
-// one). Every rank holds the same replicated tensors; ShardPlan gives each a disjoint,
-// byte-balanced part, so the ranks write one model copy between them, in parallel. Protocol:
+// one). Under data parallelism every rank holds the same replicated tensors; ShardPlan gives each
+// a disjoint, byte-balanced part, so the ranks write one model copy between them, in parallel.
+// Under pipeline or tensor parallelism ranks hold different tensors: plan_checkpoint() gathers
+// every rank's list once per save and balances each tensor among the ranks that hold it (a
+// tensor held by several groups, such as a tied embedding, must be equal on all of them).
+// Protocol:
 //  1. every rank writes its shard (its slices and its own rank state) into
 //     <dir>/step-<N>.tmp-<tag>/ and fsyncs it;
 //  2. slice checksums and shard sizes are summed to every rank by one all-reduce (each rank fills
@@ -29,6 +33,7 @@
 #include <vector>
 
 #include "cohort/ckpt/manifest.hpp"
+#include "cohort/ckpt/shard_plan.hpp"
 
 namespace cohort::comm {
 class Communicator;
@@ -47,24 +52,32 @@ struct SaveRequest {
   std::int64_t samples_seen = 0;
   std::string config_hash;
   int nodes = 1;
-  std::vector<NamedTensor> tensors;  // the same names, dtypes and shapes on every rank
+  std::vector<NamedTensor> tensors;  // a name means the same dtype, shape and value everywhere
   std::string rank_state;            // this rank's own bytes (sampler, RNG)
 };
 
 // "step-00001200"
 std::string step_dir_name(std::int64_t step);
 
-// What save_checkpoint() will read of `request` on rank `rank` of `world`: a copy of the request
-// whose tensors are fresh, contiguous host tensors of the same shapes holding this rank's slices
-// (its part of the byte-balanced plan); their other elements are left uninitialised and never
-// read. The asynchronous save's snapshot: 1/world of the bytes, so the copy costs 1/world too.
-SaveRequest snapshot_own_part(const SaveRequest& request, int world, int rank);
+// Collective: who writes which slices, from every rank's tensors (names, dtypes, shapes). The
+// byte-balanced plan when every rank holds the same tensors; otherwise each tensor is balanced
+// among its holders. Throws IoError when one name has different dtypes or shapes on two ranks.
+ShardPlan plan_checkpoint(const SaveRequest& request, comm::Communicator& comm);
+
+// What save_checkpoint() will read of `request` on rank `rank` under `plan`: a copy of the
+// request whose tensors are fresh, contiguous host tensors of the same shapes holding this rank's
+// slices; their other elements are left uninitialised and never read. The asynchronous save's
+// snapshot: 1/world of the bytes, so the copy costs 1/world too.
+SaveRequest snapshot_own_part(const SaveRequest& request, const ShardPlan& plan, int rank);
 
 // Collective. Returns the committed directory (<dir>/step-<N>). The temporary directory is
 // step-<N>.tmp-<tag>, the tag being "<SLURM_JOB_ID>-<SLURM_RESTART_COUNT>" inside Slurm and rank
 // 0's process id elsewhere (broadcast, so every rank writes into the same one).
 std::string save_checkpoint(const std::string& dir, const SaveRequest& request,
                             comm::Communicator& comm);
+// The same with a plan made by plan_checkpoint() for this request's tensors.
+std::string save_checkpoint(const std::string& dir, const SaveRequest& request,
+                            const ShardPlan& plan, comm::Communicator& comm);
 
 struct LoadedCheckpoint {
   std::string path;  // the step directory taken

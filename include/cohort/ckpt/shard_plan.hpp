@@ -5,6 +5,7 @@
 // tensors (in the given order) into `world` contiguous parts of (nearly) equal bytes, cut at
 // element boundaries: each rank writes a disjoint part and the ranks together write one model
 // copy, in parallel. A tensor may be cut across ranks; a rank's part may span several tensors.
+// among_holders() does the same within each group of ranks that hold the same tensors.
 // overlaps() is the reverse, used by resharding: which stored slices cover a wanted range.
 // Pure: no torch, no I/O.
 #pragma once
@@ -34,6 +35,12 @@ class ShardPlan {
  public:
   // Throws ConfigError for world < 1, a negative dimension or element size < 1, duplicate names.
   static ShardPlan balanced(std::vector<TensorSpec> tensors, int world);
+  // Under model parallelism a tensor is held by some ranks only (one pipeline stage's or tensor
+  // part's data-parallel replicas): `holders[i]` lists the ranks holding tensors[i], and each
+  // set of tensors with the same holders is balanced among those ranks alone. Throws ConfigError
+  // as balanced() does, and for a tensor without holders or a holder outside the world.
+  static ShardPlan among_holders(std::vector<TensorSpec> tensors,
+                                 const std::vector<std::vector<int>>& holders, int world);
 
   int world() const { return world_; }
   const std::vector<TensorSpec>& tensors() const { return tensors_; }

@@ -6,9 +6,10 @@
 //    stage + 1, or, on the last stage, turned into the micro-batch's loss at once. A backward
 //    receives the output's gradient from stage + 1 (or starts from the loss), runs autograd
 //    through the stage, and sends the input's gradient to stage - 1.
-//  - Transfers are the communicator's asynchronous send/recv: sends are posted and waited for at
-//    the end of the step; each receive is posted one action ahead of the action that needs it,
-//    so the transfer overlaps the current computation. Tags keep activation (2m) and gradient
+//  - Transfers are the communicator's asynchronous send/recv: a send is posted and let go once it
+//    has finished (checked before each action; the rest are waited for at the end of the step);
+//    each receive is posted one action ahead of the action that needs it, so the transfer
+//    overlaps the current computation. Tags keep activation (2m) and gradient
 //    (2m + 1) messages of micro-batch m apart. Received buffers are float32 of shape
 //    [micro-batch size] + options.input_shape: the shapes are known, never exchanged.
 //  - The activations of a micro-batch stay alive from its forward to its backward; the executor
@@ -37,6 +38,9 @@ struct ExecutorOptions {
   std::vector<std::int64_t> input_shape;        // per sample, received from stage - 1
   std::vector<std::int64_t> output_shape;       // per sample, sent to stage + 1
   c10::Device device = c10::Device(c10::kCPU);  // where received buffers live
+  // Bytes of memory in use now (the trainer passes the host heap's); sampled after every forward
+  // and backward for StepStats::peak_memory_growth. Empty: not measured.
+  std::function<std::int64_t()> memory_in_use;
 };
 
 struct StepHooks {
@@ -53,6 +57,8 @@ struct StepStats {
   double loss = 0;  // last stage: the sum of the micro-batches' losses; 0 elsewhere
   int peak_in_flight = 0;
   std::int64_t peak_activation_bytes = 0;
+  // The most memory in use above the step's start (autograd graphs and activations included).
+  std::int64_t peak_memory_growth = 0;
   double compute_s = 0;  // forwards, losses and backwards of this stage
   double wait_s = 0;     // blocked on receives and on the step's sends
   double step_s = 0;

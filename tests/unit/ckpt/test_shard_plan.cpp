@@ -1,4 +1,6 @@
+#include <algorithm>
 #include <boost/test/unit_test.hpp>
+#include <cstdlib>
 #include <numeric>
 #include <set>
 
@@ -91,6 +93,25 @@ BOOST_AUTO_TEST_CASE(bad_plans_are_refused) {
   BOOST_CHECK_THROW(ShardPlan::balanced({{"a", "f", {2}, 4}, {"a", "f", {2}, 4}}, 2),
                     cohort::ConfigError);
   BOOST_CHECK_THROW(ShardPlan::balanced({{"a", "f", {-1}, 4}}, 2), cohort::ConfigError);
+}
+
+// Pipeline x data: stage 0's tensors on ranks {0, 1}, stage 1's on {2, 3}, a tied table on all.
+BOOST_AUTO_TEST_CASE(tensors_go_to_their_holders_only) {
+  auto tensors = model();
+  const std::vector<std::vector<int>> holders{{0, 1}, {0, 1}, {2, 3}, {2, 3}, {0, 1, 2, 3}};
+  const auto plan = ShardPlan::among_holders(tensors, holders, 4);
+  check_exact_cover(plan);
+  for (const auto& s : plan.slices()) {
+    const auto& who = holders[s.tensor];
+    BOOST_TEST((std::find(who.begin(), who.end(), s.rank) != who.end()));
+  }
+  // Within a group the bytes are balanced: stage 0's 6400 bytes split 3200 / 3200.
+  BOOST_TEST(plan.bytes_of(0) + plan.bytes_of(1) >= (64 * 24 + 64) * 4);
+  BOOST_TEST(std::abs(plan.bytes_of(0) - plan.bytes_of(1)) <= 8);
+  BOOST_CHECK_THROW(ShardPlan::among_holders(tensors, {{0}, {0}, {0}, {0}, {}}, 4),
+                    cohort::ConfigError);
+  BOOST_CHECK_THROW(ShardPlan::among_holders(tensors, {{0}, {0}, {0}, {0}, {4}}, 4),
+                    cohort::ConfigError);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

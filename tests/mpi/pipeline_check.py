@@ -1,0 +1,89 @@
+"""Checks for tests/mpi/pipeline.sh, run in its work directory: pipeline_check.py MODE."""
+import json
+import re
+import sys
+
+import h5py
+import numpy as np
+
+
+def params(path):
+    """The model's tensors from an exported checkpoint, tensor-parallel parts put back together
+    the way the GPT splits them (qkv by heads inside q, k and v; proj and out by columns; fc by
+    rows)."""
+    f = h5py.File(path, "r")
+    out, parts = {}, {}
+    for name in f:
+        m = re.match(r"(.*)\.tp(\d+)of(\d+)$", name)
+        if m:
+            parts.setdefault(m.group(1), {})[int(m.group(2))] = np.asarray(f[name])
+        else:
+            out[name] = np.asarray(f[name])
+    for name, p in parts.items():
+        pieces = [p[i] for i in range(len(p))]
+        if ".qkv." in name:
+            out[name] = np.concatenate([np.concatenate([x.reshape(3, -1, *x.shape[1:])[c]
+                                                        for x in pieces]) for c in range(3)])
+        elif name.endswith("proj.weight") or name.endswith("out.weight"):
+            out[name] = np.concatenate(pieces, axis=1)
+        else:
+            out[name] = np.concatenate(pieces, axis=0)
+    return out
+
+
+def curve(run):
+    return [r["loss"] for r in map(json.loads, open(f"{run}/metrics.jsonl"))
+            if r["event"] == "step"]
+
+
+def same(reference, run, tolerance=1e-5):
+    a, b = params(f"{reference}.h5"), params(f"{run}.h5")
+    assert set(a) == set(b), (run, sorted(set(a) ^ set(b)))
+    worst = max(float(np.abs(a[k] - b[k]).max()) for k in a)
+    loss = max(abs(x - y) for x, y in zip(curve(reference), curve(run)))
+    assert len(curve(run)) == 10, (run, len(curve(run)))
+    print(f"{run:16s} vs {reference}: {len(a)} tensors, max |param diff| {worst:.1e}, "
+          f"max |loss diff| {loss:.1e}")
+    assert worst < tolerance, (run, worst)
+    assert loss < tolerance, (run, loss)
+
+
+mode = sys.argv[1]
+if mode == "equivalence":
+    for model in ("MLP", "GPT"):
+        for schedule in ("gpipe", "1f1b"):
+            same(f"{model}-one", f"{model}-p2-{schedule}")
+            same(f"{model}-one", f"{model}-p2d2-{schedule}")
+    same("GPT-one", "GPT-t2")
+    same("GPT-one", "GPT-p2t2")
+    # The tied token table: the first and the last stage hold equal copies.
+    record = [json.loads(l) for l in open("GPT-p2-1f1b/metrics.jsonl")]
+    assert any(r["event"] == "pipeline" for r in record)
+elif mode == "memory":
+    report = {}
+    for schedule in ("gpipe", "1f1b"):
+        rec = [r for r in map(json.loads, open(f"mem-{schedule}/metrics.jsonl"))
+               if r["event"] == "pipeline"]
+        assert len(rec) == 1, rec
+        report[schedule] = {x["stage"]: x for x in rec[0]["ranks"]}
+        p, m = rec[0]["stages"], rec[0]["micro_batches"]
+    for s in range(p):
+        g, o = report["gpipe"][s], report["1f1b"][s]
+        print(f"stage {s}: micro-batches held gpipe {g['peak_in_flight']} 1f1b "
+              f"{o['peak_in_flight']}; boundary activations {g['peak_activation_bytes']} vs "
+              f"{o['peak_activation_bytes']} B; heap growth {g['peak_memory_growth_bytes']} vs "
+              f"{o['peak_memory_growth_bytes']} B")
+        assert g["peak_in_flight"] == m, g
+        assert o["peak_in_flight"] == p - s <= p, o
+        assert o["peak_activation_bytes"] * m == g["peak_activation_bytes"] * (p - s), (g, o)
+        # Measured memory, not counted: 8 micro-batches held against at most 2.
+        assert 2 * o["peak_memory_growth_bytes"] < g["peak_memory_growth_bytes"], (g, o)
+elif mode == "resume":
+    straight = params("straight.h5")
+    for run in ("parted", "parted1"):
+        got = params(f"{run}.h5")
+        worst = max(float(np.abs(straight[k] - got[k]).max()) for k in straight)
+        print(f"{run}: resumed on another layout, max |param diff| vs straight {worst:.1e}")
+        assert worst < 1e-5, (run, worst)
+else:
+    raise SystemExit(f"unknown mode {mode}")
