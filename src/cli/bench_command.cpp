@@ -331,9 +331,9 @@ int bench_monitor(const std::vector<std::string>& args, int* argc, char*** argv)
 int run_bench(const std::vector<std::string>& args, int* argc, char*** argv) {
   const std::string what = args.empty() ? "" : args.front();
   if (what == "--help" || what == "-h" || what == "help") {
-    std::cout
-        << "usage: cohort bench <allreduce|ddp|io|ckpt|monitor> [options] [--json]\n       cohort "
-           "bench <benchmark> --help\n";
+    std::cout << "usage: cohort bench <allreduce|ddp|io|ckpt|monitor|pipeline> [options] "
+                 "[--json]\n       cohort "
+                 "bench <benchmark> --help\n";
     return 0;
   }
   const std::vector<std::string> rest(args.begin() + (args.empty() ? 0 : 1), args.end());
@@ -342,8 +342,9 @@ int run_bench(const std::vector<std::string>& args, int* argc, char*** argv) {
   if (what == "io") return bench_io(rest);
   if (what == "ckpt") return bench_ckpt(rest, argc, argv);
   if (what == "monitor") return bench_monitor(rest, argc, argv);
+  if (what == "pipeline") return bench_pipeline(rest, argc, argv);
   COHORT_THROW(UsageError, "cohort bench: unknown benchmark '", what,
-               "' (allreduce, ddp, io, ckpt, monitor)");
+               "' (allreduce, ddp, io, ckpt, monitor, pipeline)");
 }
 
 }  // namespace cohort::cli

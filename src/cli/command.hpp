@@ -18,6 +18,7 @@ const std::vector<Command>& commands();
 
 int run_env(const std::vector<std::string>& args, int* argc, char*** argv);
 int run_bench(const std::vector<std::string>& args, int* argc, char*** argv);
+int bench_pipeline(const std::vector<std::string>& args, int* argc, char*** argv);
 int run_config(const std::vector<std::string>& args, int* argc, char*** argv);
 int run_data(const std::vector<std::string>& args, int* argc, char*** argv);
 int run_train(const std::vector<std::string>& args, int* argc, char*** argv);

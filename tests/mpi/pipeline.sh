@@ -6,7 +6,7 @@
 #   after 10 steps (exported from the final checkpoint, tensor parts reassembled) equal one
 #   process's within 1e-5, and so do the loss curves.
 # memory: 1F1B holds at most p - s micro-batches of activations on stage s, GPipe all M; the heap
-#   growth measured inside the steps shows it too.
+#   growth measured inside the steps shows it too. Then a smoke run of `cohort bench pipeline`.
 # bad_config: more stages than blocks, a world not divisible, heads not divisible by the tensor
 #   size, a model without tensor-parallel layers, micro-batches not dividing the batch, GPUs asked
 #   for on a machine without: one clear line each, exit 2.
@@ -68,6 +68,10 @@ memory)
       --set parallel.schedule=$schedule
   done
   /usr/bin/python3 "$here/pipeline_check.py" memory
+  # The bubble benchmark runs the same executor: a smoke run (its figures are not timed here).
+  $MPIEXEC $MPIEXEC_FLAGS -np 2 "$cohort" bench pipeline --steps 1 --micro-batches 1 4 \
+    --forward-ms 1 --json >bench.json
+  /usr/bin/python3 "$here/pipeline_check.py" bench
   ;;
 bad_config)
   expect() {  # ranks "message" args...: exit code 2 and the message, on one line

@@ -78,6 +78,16 @@ elif mode == "memory":
         assert o["peak_activation_bytes"] * m == g["peak_activation_bytes"] * (p - s), (g, o)
         # Measured memory, not counted: 8 micro-batches held against at most 2.
         assert 2 * o["peak_memory_growth_bytes"] < g["peak_memory_growth_bytes"], (g, o)
+elif mode == "bench":
+    rows = json.load(open("bench.json"))["rows"]
+    assert len(rows) == 4, rows
+    for r in rows:
+        m = r["micro_batches"]
+        held = m if r["schedule"] == "gpipe" else min(m, r["stages"])
+        assert r["peak_in_flight"] == held, r
+        assert 0 < r["bubble_measured"] < 1 and r["bubble_theory"] == 1 / (m + 1), r
+    print("bench pipeline:", [(r["schedule"], r["micro_batches"], round(r["bubble_measured"], 3))
+                              for r in rows])
 elif mode == "resume":
     straight = params("straight.h5")
     for run in ("parted", "parted1"):
