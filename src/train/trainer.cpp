@@ -1,8 +1,6 @@
 #include "cohort/train/trainer.hpp"
 
 #include <ATen/Parallel.h>
-#include <ATen/ops/_foreach_norm.h>
-#include <ATen/ops/stack.h>
 #include <ATen/ops/tensor.h>
 #include <torch/optim/optimizer.h>
 #include <torch/utils.h>
@@ -35,6 +33,7 @@
 #include "train/preemption.hpp"
 #include "train/steady_clock.hpp"
 #include "train/step.hpp"
+#include "train/trainer_impl.hpp"
 
 namespace cohort::train {
 
@@ -46,49 +45,6 @@ int threads_per_rank(std::int64_t configured, int local_ranks) {
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   return std::max(1, cores / std::max(1, local_ranks));
 }
-
-struct Trainer::Impl {
-  const Config& config;
-  const comm::MpiSession& session;
-  std::unique_ptr<comm::Communicator> comm;     // gradients (MPI or NCCL)
-  std::unique_ptr<comm::Communicator> control;  // MPI, CPU scalars: loss, signals, metrics
-  std::unique_ptr<monitor::Monitor> monitor;    // outlives the checkpoint writer (its events)
-  monitor::StepTimer timer;
-  std::unique_ptr<data::DataLoader> loader;
-  std::unique_ptr<Parallelism> parallel;  // this rank's share of the model, its groups, DDP
-  std::unique_ptr<torch::optim::Optimizer> optimizer;
-  std::unique_ptr<LrSchedule> schedule;
-  std::unique_ptr<TrainCheckpoints> checkpoints;
-  std::unique_ptr<Preemption> preemption;
-  std::FILE* progress = stdout;
-  std::int64_t accumulation = 1, total_steps = 0;
-  bool limited_by_steps = false;  // train.max_steps ends the run before train.epochs do
-  bool bf16 = false;              // train.precision = bf16: autocast forward passes
-  bool cuda = false;              // the model lives on a GPU
-  TrainSummary summary;
-
-  Impl(const Config& c, const comm::MpiSession& s) : config(c), session(s) {}
-  void setup();
-  double step(const std::vector<data::Batch>& micro, std::int64_t index);
-  double pipeline_step(const data::Batch& batch);
-  void build_model(const data::DatasetInfo& info);
-  bool evaluate_and_check(std::int64_t step);
-  std::optional<ResumePoint> resume();
-  void start_monitor(bool append);
-  void report_step(std::int64_t step, std::int64_t epoch);
-  void log(nlohmann::json record) { monitor->event(std::move(record)); }
-  void say(const std::string& line) { monitor->say(line); }
-  void stop_for_signal(int signal, std::int64_t step);
-  double grad_norm(double clip, std::int64_t index);
-  double clip_norm = 0;                // optim.clip_norm
-  std::int64_t grad_norm_every = 1;    // monitor.grad_norm_every
-  std::int64_t tokens_per_sample = 0;  // token models: seq_len
-  double last_grad_norm = 0;
-  double grad_norm_seconds = 0;  // spent on norms only the monitor wanted
-  double flops_per_sample = 0;   // the whole model's
-  std::int64_t parameters = 0;   // the whole model's
-  bool slow = false;             // debug.slow_rank: this rank sleeps debug.slow_ms per step
-};
 
 void Trainer::Impl::setup() {
   summary.ranks = session.size();
@@ -237,101 +193,6 @@ std::optional<ResumePoint> Trainer::Impl::resume() {
   return point;
 }
 
-// The global L2 norm of the (averaged) gradients: clip_grad_norm's when clipping (every step),
-// else, for the monitor, every monitor.grad_norm_every steps: it reads every gradient once, which
-// costs about as much as a pass of the optimizer (5% of a step of the benchmark MLP on a 2-core
-// VM). NaN: not measured at this step.
-double Trainer::Impl::grad_norm(double clip, std::int64_t index) {
-  const auto& layout = parallel->layout();
-  if (layout.stages() > 1 || layout.tensor() > 1) {  // every stage and tensor part holds a share
-    if (clip <= 0 &&
-        (!monitor->enabled() || grad_norm_every <= 0 || (index + 1) % grad_norm_every != 0)) {
-      return std::numeric_limits<double>::quiet_NaN();
-    }
-    return clip_grad_norm(parallel->trained().parameters(), clip,
-                          [this](double) { return parallel->grad_norm_squared(*control); });
-  }
-  if (clip > 0) return clip_grad_norm(parallel->trained().parameters(), clip);
-  if (!monitor->enabled() || grad_norm_every <= 0 || (index + 1) % grad_norm_every != 0) {
-    return std::numeric_limits<double>::quiet_NaN();
-  }
-  std::vector<at::Tensor> grads;
-  for (const auto& p : parallel->trained().parameters()) {
-    if (p.grad().defined()) grads.push_back(p.grad());
-  }
-  if (grads.empty()) return 0;
-  const auto start = std::chrono::steady_clock::now();
-  // One call for all the per-tensor norms (a loop of norm() calls costs more in dispatch).
-  const double norm = at::stack(at::_foreach_norm(grads, 2)).norm().item<double>();
-  grad_norm_seconds +=
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  return norm;
-}
-
-// Each phase ends with a lap of the step timer.
-double Trainer::Impl::step(const std::vector<data::Batch>& micro, std::int64_t index) {
-  using monitor::Phase;
-  auto& ddp = parallel->ddp();
-  double local = 0;
-  if (parallel->pipelined()) local = pipeline_step(micro.front());
-  for (std::size_t i = 0; i < micro.size() && !parallel->pipelined(); ++i) {
-    std::optional<ddp::DistributedDataParallel::NoSync> local_only;
-    if (i + 1 < micro.size()) local_only.emplace(ddp);  // sum locally, reduce once at the end
-    ddp.begin_step();
-    timer.lap(Phase::kComm);  // buffer broadcast, when there are buffers
-    at::Tensor logits;
-    {
-      AutocastScope autocast(bf16, cuda);
-      logits = parallel->forward(micro[i].inputs);
-    }
-    if (slow && i == 0) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(config.get_int("debug.slow_ms")));
-    }
-    at::Tensor loss =
-        loss_of(logits.to(at::kFloat), micro[i].targets) / static_cast<double>(micro.size());
-    timer.lap(Phase::kForward);
-    loss.backward();
-    timer.lap(Phase::kBackward);
-    ddp.finish_step();
-    local += loss.item<double>();
-    timer.lap(Phase::kComm);  // exposed: what backward did not hide
-  }
-  last_grad_norm = grad_norm(clip_norm, index);
-  set_learning_rate(*optimizer, schedule->at(index));
-  timer.lap(Phase::kOptimizer);
-  checkpoints->before_update();  // an asynchronous save may still be copying the parameters
-  timer.lap(Phase::kCheckpoint);
-  optimizer->step();
-  timer.lap(Phase::kOptimizer);
-  // Only the ranks that compute the loss count it (pipeline: the last stage; tensor: index 0).
-  at::Tensor mean = at::tensor({parallel->scores() ? local : 0.0}, at::kDouble);
-  control->all_reduce(mean);
-  timer.lap(Phase::kComm);
-  const double loss = mean.item<double>() / parallel->layout().data();
-  if (!std::isfinite(loss)) monitor->diagnose(monitor::Diagnoser::non_finite_loss(index + 1, loss));
-  COHORT_CHECK(std::isfinite(loss), TrainingError, "training diverged at step ", index + 1,
-               ": the loss is ", loss, " (lower optim.lr, or set optim.clip_norm)");
-  return loss;
-}
-
-// One pipelined step: the stage's share of every micro-batch's forward and backward, in the
-// schedule's order. Compute is charged to backward, blocked transfers to communication.
-double Trainer::Impl::pipeline_step(const data::Batch& batch) {
-  const auto forward = [this](const at::Tensor& x) {
-    AutocastScope autocast(bf16, cuda);
-    at::Tensor out = parallel->forward(x);
-    if (slow)
-      std::this_thread::sleep_for(std::chrono::milliseconds(config.get_int("debug.slow_ms")));
-    return out;
-  };
-  const auto stats = parallel->pipeline_step(
-      batch, forward, [](const at::Tensor& logits, const at::Tensor& targets) {
-        return loss_of(logits.to(at::kFloat), targets);
-      });
-  timer.split_lap(monitor::Phase::kComm, stats.wait_s, monitor::Phase::kBackward);
-  return stats.loss;
-}
-
 // Evaluates when a validation set is given; true when the target metric is reached.
 bool Trainer::Impl::evaluate_and_check(std::int64_t step_index) {
   const std::string& val = config.get_string("data.val_path");
@@ -393,6 +254,15 @@ TrainSummary Trainer::run(std::FILE* progress) {
                  "tuning %s, %lld steps\n",
                  s.ranks, s.launcher.c_str(), s.threads, s.blas_threads, s.malloc_tuning.c_str(),
                  static_cast<long long>(im.total_steps));
+    const auto& layout = im.parallel->layout();
+    if (layout.stages() > 1 || layout.tensor() > 1) {
+      std::fprintf(progress,
+                   "parallel: data %d x pipeline %d x tensor %d (%s schedule, %lld "
+                   "micro-batches; cohort env --parallel shows the ranks)\n",
+                   layout.data(), layout.stages(), layout.tensor(),
+                   im.config.get_string("parallel.schedule").c_str(),
+                   static_cast<long long>(im.config.get_int("parallel.micro_batches")));
+    }
   }
   const auto resumed = im.resume();
   const std::int64_t first_step = resumed ? resumed->step : 0;

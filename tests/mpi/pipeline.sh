@@ -4,7 +4,8 @@
 # equivalence: the MLP and the GPT, 2 stages (2 ranks) and 2 stages x 2 replicas (4 ranks), under
 #   GPipe and 1F1B, plus the GPT 2-way tensor-parallel and 2 stages x 2-way tensor: the parameters
 #   after 10 steps (exported from the final checkpoint, tensor parts reassembled) equal one
-#   process's within 1e-5, and so do the loss curves.
+#   process's within 1e-5, and so do the loss curves and the final evaluation (run through the
+#   pipeline, forward only).
 # memory: 1F1B holds at most p - s micro-batches of activations on stage s, GPipe all M; the heap
 #   growth measured inside the steps shows it too. Then a smoke run of `cohort bench pipeline`.
 # bad_config: more stages than blocks, a world not divisible, heads not divisible by the tensor
@@ -20,10 +21,14 @@ rm -rf "$work" && mkdir -p "$work" && cd "$work"
   --seed 4 --out set.h5 >/dev/null
 "$cohort" data make-synthetic --kind tokens --tokens 40000 --vocab 64 --seq-len 16 --seed 3 \
   --out tok.h5 >/dev/null
-MLP=(--set data.path=set.h5 --set model.hidden=64,32,16 --set optim.lr=0.05
-  --set optim.momentum=0.9 --set train.seed=11)
-GPT=(--set data.path=tok.h5 --set model.name=gpt --set model.width=32 --set model.heads=4
-  --set model.blocks=3 --set model.context=16 --set model.dropout=0 --set optim.name=adamw
+"$cohort" data make-synthetic --kind classification --samples 200 --features 24 --classes 5 \
+  --seed 5 --out val.h5 >/dev/null
+"$cohort" data make-synthetic --kind tokens --tokens 3000 --vocab 64 --seq-len 16 --seed 6 \
+  --out tok_val.h5 >/dev/null
+MLP=(--set data.path=set.h5 --set data.val_path=val.h5 --set model.hidden=64,32,16
+  --set optim.lr=0.05 --set optim.momentum=0.9 --set train.seed=11)
+GPT=(--set data.path=tok.h5 --set data.val_path=tok_val.h5 --set model.name=gpt
+  --set model.width=32 --set model.heads=4 --set model.blocks=3 --set model.context=16 --set model.dropout=0 --set optim.name=adamw
   --set optim.lr=0.003 --set train.seed=5)
 train() {  # ranks run_dir args...; 0 ranks: one process without mpirun
   local ranks=$1 dir=$2

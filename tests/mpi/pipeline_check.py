@@ -36,6 +36,12 @@ def curve(run):
             if r["event"] == "step"]
 
 
+def evaluation(run):
+    evals = [r for r in map(json.loads, open(f"{run}/metrics.jsonl")) if r["event"] == "eval"]
+    assert evals, f"{run}: no evaluation"
+    return evals[-1]
+
+
 def same(reference, run, tolerance=1e-5):
     a, b = params(f"{reference}.h5"), params(f"{run}.h5")
     assert set(a) == set(b), (run, sorted(set(a) ^ set(b)))
@@ -46,6 +52,10 @@ def same(reference, run, tolerance=1e-5):
           f"max |loss diff| {loss:.1e}")
     assert worst < tolerance, (run, worst)
     assert loss < tolerance, (run, loss)
+    a_eval, b_eval = evaluation(reference), evaluation(run)
+    assert a_eval["samples"] == b_eval["samples"], (a_eval, b_eval)
+    assert abs(a_eval["loss"] - b_eval["loss"]) < tolerance, (run, a_eval, b_eval)
+    assert abs(a_eval["accuracy"] - b_eval["accuracy"]) < 1e-3, (run, a_eval, b_eval)
 
 
 mode = sys.argv[1]
