@@ -28,8 +28,8 @@ rm -rf "$work" && mkdir -p "$work" && cd "$work"
 MLP=(--set data.path=set.h5 --set data.val_path=val.h5 --set model.hidden=64,32,16
   --set optim.lr=0.05 --set optim.momentum=0.9 --set train.seed=11)
 GPT=(--set data.path=tok.h5 --set data.val_path=tok_val.h5 --set model.name=gpt
-  --set model.width=32 --set model.heads=4 --set model.blocks=3 --set model.context=16 --set model.dropout=0 --set optim.name=adamw
-  --set optim.lr=0.003 --set train.seed=5)
+  --set model.width=32 --set model.heads=4 --set model.blocks=3 --set model.context=16
+  --set model.dropout=0 --set optim.name=adamw --set optim.lr=0.003 --set train.seed=5)
 train() {  # ranks run_dir args...; 0 ranks: one process without mpirun
   local ranks=$1 dir=$2
   shift 2
