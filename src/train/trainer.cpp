@@ -169,7 +169,10 @@ void Trainer::Impl::start_monitor(bool append) {
                   {"tensor", parallel->layout().tensor()}}},
                 {"backend", config.get_string("parallel.backend")},
                 {"flops_per_sample", o.cost.flops_per_sample}};
-  monitor = std::make_unique<monitor::Monitor>(o, *control, *comm, session.node_rank(), progress);
+  // The gradient all-reduces it reports are the data-parallel group's (the world without
+  // pipeline or tensor parallelism).
+  monitor = std::make_unique<monitor::Monitor>(o, *control, parallel->data_group(),
+                                               session.node_rank(), progress);
   checkpoints->set_on_committed(
       [this](std::int64_t step, const std::string& path, double seconds, bool async) {
         log({{"event", "checkpoint_saved"},

@@ -6,11 +6,13 @@
 #   after 10 steps (exported from the final checkpoint, tensor parts reassembled) equal one
 #   process's within 1e-5, and so do the loss curves and the final evaluation (run through the
 #   pipeline, forward only).
-# memory: 1F1B holds at most p - s micro-batches of activations on stage s, GPipe all M; the heap
-#   growth measured inside the steps shows it too. Then a smoke run of `cohort bench pipeline`.
+# memory: M = 16, p = 2: 1F1B holds at most p - s micro-batches of activations on stage s,
+#   GPipe all M; the heap growth measured inside the steps shows it too. Then a smoke run of `cohort bench pipeline`.
 # bad_config: more stages than blocks, a world not divisible, heads not divisible by the tensor
 #   size, a model without tensor-parallel layers, micro-batches not dividing the batch, GPUs asked
 #   for on a machine without: one clear line each, exit 2.
+# layout: `cohort env --parallel` prints the mapping the trainer uses (the trainer's own groups
+#   are checked by equivalence), alone and inside mpirun, and refuses impossible ones.
 # resume: a 2-stage x 2-replica checkpoint resumes on 2 ranks (1 replica) and on 1 process (no
 #   pipeline); a tensor-parallel checkpoint refuses another parallel.tensor clearly.
 set -euo pipefail
@@ -64,12 +66,12 @@ equivalence)
   /usr/bin/python3 "$here/pipeline_check.py" equivalence
   ;;
 memory)
-  "$cohort" data make-synthetic --kind classification --samples 8192 --features 64 --classes 5 \
+  "$cohort" data make-synthetic --kind classification --samples 16384 --features 64 --classes 5 \
     --seed 4 --out deep.h5 >/dev/null
   for schedule in gpipe 1f1b; do
-    train 2 "mem-$schedule" --set data.path=deep.h5 --set data.batch_size=4096 \
-      --set model.hidden=128,128,128,128 --set train.max_steps=3 --set checkpoint.every_steps=0 \
-      --set parallel.pipeline_stages=2 --set parallel.micro_batches=8 \
+    train 2 "mem-$schedule" --set data.path=deep.h5 --set data.batch_size=8192 \
+      --set model.hidden=256,256,256,256 --set train.max_steps=3 --set checkpoint.every_steps=0 \
+      --set parallel.pipeline_stages=2 --set parallel.micro_batches=16 \
       --set parallel.schedule=$schedule
   done
   /usr/bin/python3 "$here/pipeline_check.py" memory
@@ -100,6 +102,30 @@ bad_config)
     --set parallel.pipeline_stages=2 --set parallel.partition=1,2
   expect 0 "parallel.devices: cuda:0 asked for, but this machine has no CUDA device" "${MLP[@]}" \
     --set parallel.devices=cuda:0,cuda:1
+  ;;
+layout)
+  "$cohort" env --parallel pipeline=2,tensor=2 --world 8 >layout.txt
+  grep -q "^layout: world 8 = data 2 x pipeline 2 x tensor 2" layout.txt
+  grep -q "^rank 5: data 0 stage 1 tensor 1 | data group \[5 7\] pipeline \[1 5\] tensor \[4 5\]$" \
+    layout.txt
+  $MPIEXEC $MPIEXEC_FLAGS -np 4 "$cohort" env --parallel pp=2 --json >layout.json
+  /usr/bin/python3 - <<'PY'
+import json
+layout = json.load(open("layout.json"))  # printed once, by rank 0
+assert (layout["world"], layout["data"], layout["pipeline_stages"], layout["tensor"]) == (4, 2, 2, 1)
+assert [r["stage"] for r in layout["ranks"]] == [0, 0, 1, 1], layout
+assert layout["ranks"][3]["pipeline_group"] == [1, 3] and layout["ranks"][3]["node"] == 0
+print("env --parallel: mapping and JSON as documented")
+PY
+  rc=0
+  "$cohort" env --parallel pipeline=3 --world 8 2>err.txt || rc=$?
+  [ "$rc" = 2 ] || { echo "exit $rc"; exit 1; }
+  grep -q "world size 8 is not divisible" err.txt
+  rc=0
+  "$cohort" env --parallel stages=2 2>err.txt || rc=$?
+  [ "$rc" = 2 ] || { echo "exit $rc"; exit 1; }
+  grep -q "is not pipeline=N or tensor=N" err.txt
+  echo "env --parallel: impossible layouts refused (exit 2)"
   ;;
 resume)
   # 10 steps straight, and 5 + 5 with a change of layout in between.

@@ -86,7 +86,8 @@ elif mode == "memory":
         assert g["peak_in_flight"] == m, g
         assert o["peak_in_flight"] == p - s <= p, o
         assert o["peak_activation_bytes"] * m == g["peak_activation_bytes"] * (p - s), (g, o)
-        # Measured memory, not counted: 8 micro-batches held against at most 2.
+        # Measured memory, not counted: 16 micro-batches held against at most 2 (sends still in
+        # flight on a loaded machine add some to either; a factor 2 leaves room for them).
         assert 2 * o["peak_memory_growth_bytes"] < g["peak_memory_growth_bytes"], (g, o)
 elif mode == "bench":
     rows = json.load(open("bench.json"))["rows"]
