@@ -7,7 +7,8 @@
 #   process's within 1e-5, and so do the loss curves and the final evaluation (run through the
 #   pipeline, forward only).
 # memory: M = 16, p = 2: 1F1B holds at most p - s micro-batches of activations on stage s,
-#   GPipe all M; the heap growth measured inside the steps shows it too. Then a smoke run of `cohort bench pipeline`.
+#   GPipe all M; the heap growth measured inside the steps shows it too. Then a smoke run of
+#   `cohort bench pipeline`.
 # bad_config: more stages than blocks, a world not divisible, heads not divisible by the tensor
 #   size, a model without tensor-parallel layers, micro-batches not dividing the batch, GPUs asked
 #   for on a machine without: one clear line each, exit 2.
