@@ -2,7 +2,8 @@
 # Pipeline and tensor parallelism through `cohort train`, on real mpirun ranks.
 #   pipeline.sh COHORT WORK equivalence|memory|bad_config|resume
 # equivalence: the MLP and the GPT, 2 stages (2 ranks) and 2 stages x 2 replicas (4 ranks), under
-#   GPipe and 1F1B, plus the GPT 2-way tensor-parallel and 2 stages x 2-way tensor: the parameters
+#   GPipe and 1F1B, the CNN (BatchNorm: against one process accumulating the same micro-batches)
+#   on 2 stages, plus the GPT 2-way tensor-parallel and 2 stages x 2-way tensor: the parameters
 #   after 10 steps (exported from the final checkpoint, tensor parts reassembled) equal one
 #   process's within 1e-5, and so do the loss curves and the final evaluation (run through the
 #   pipeline, forward only).
@@ -58,6 +59,19 @@ equivalence)
       export_final "$model-p2-$schedule"
       export_final "$model-p2d2-$schedule"
     done
+  done
+  # The CNN's BatchNorm normalises each micro-batch: its reference is one process accumulating
+  # the same 4 micro-batches (the same samples in the same order).
+  "$cohort" data make-synthetic --kind images --samples 256 --image-size 8 --seed 2 \
+    --out img.h5 >/dev/null
+  CNN=(--set data.path=img.h5 --set model.name=cnn --set model.width=4 --set model.blocks=1
+    --set optim.lr=0.05 --set optim.momentum=0.9 --set train.seed=3)
+  train 0 CNN-one "${CNN[@]}" --set data.batch_size=4 --set optim.accumulation=4
+  export_final CNN-one
+  for schedule in gpipe 1f1b; do
+    train 2 "CNN-p2-$schedule" "${CNN[@]}" --set data.batch_size=16 \
+      --set parallel.pipeline_stages=2 --set parallel.schedule=$schedule
+    export_final "CNN-p2-$schedule"
   done
   train 2 GPT-t2 "${GPT[@]}" --set data.batch_size=16 --set parallel.tensor=2
   train 4 GPT-p2t2 "${GPT[@]}" --set data.batch_size=16 --set parallel.tensor=2 \
