@@ -69,6 +69,19 @@ int ParallelLayout::tensor_color(int rank) const {
   return c.stage * data_ + c.data;
 }
 
+void ParallelLayout::check_tensor_hosts(const std::vector<long long>& host_of_rank) const {
+  COHORT_CHECK(static_cast<int>(host_of_rank.size()) == world(), Error, "host ids for ",
+               host_of_rank.size(), " of ", world(), " ranks");
+  for (int first = 0; first < world(); first += tensor_) {
+    for (int r = first; r < first + tensor_; ++r) {
+      COHORT_CHECK(host_of_rank[r] == host_of_rank[first], ConfigError,
+                   "parallel.tensor = ", tensor_, ": the tensor group of ranks ", first, "..",
+                   first + tensor_ - 1, " spans hosts (rank ", r,
+                   " is elsewhere); place ranks in blocks per node (srun --distribution=block)");
+    }
+  }
+}
+
 namespace {
 std::string list(const std::vector<int>& ranks) {
   std::string out = "[";

@@ -6,8 +6,10 @@
 #include <malloc.h>
 
 #include <algorithm>
+#include <functional>
 #include <set>
 
+#include "cohort/env/system_info.hpp"
 #include "cohort/error.hpp"
 #include "cohort/pipeline/partition.hpp"
 #include "cohort/pipeline/tensor_parallel.hpp"
@@ -55,6 +57,18 @@ void Parallelism::build_groups() {
   tensor_ = world_.split(layout_.tensor_color(rank), coords_.tensor);
   const bool end = coords_.stage == 0 || coords_.stage + 1 == layout_.stages();
   if (pipelined()) shared_ = world_.split(end ? layout_.pipeline_color(rank) : -1, coords_.stage);
+}
+
+void Parallelism::check_tensor_groups(comm::Communicator& control) const {
+  if (layout_.tensor() == 1) return;
+  at::Tensor mine = at::zeros({1}, at::kLong);
+  mine[0] = static_cast<std::int64_t>(std::hash<std::string>{}(env::hostname()));
+  at::Tensor all = at::zeros({control.size()}, at::kLong);
+  control.all_gather(all, mine);
+  // Every rank checks every group, so that all of them stop together.
+  std::vector<long long> hosts(static_cast<std::size_t>(control.size()));
+  for (int r = 0; r < control.size(); ++r) hosts[r] = all[r].item<std::int64_t>();
+  layout_.check_tensor_hosts(hosts);
 }
 
 bool Parallelism::scores() const {

@@ -51,6 +51,10 @@ class Parallelism {
   bool pipelined() const { return layout_.stages() > 1; }
   bool scores() const;  // this rank computes the loss that counts: last stage, tensor index 0
 
+  // Every tensor group's ranks run on one host (the rank count per node alone does not show a
+  // cyclic rank placement). ConfigError naming the group otherwise. Collective over `control`.
+  void check_tensor_groups(comm::Communicator& control) const;
+
   // Takes the whole model, keeps this rank's stage (when pipelined or placed on devices), wraps
   // it in DDP over the data group. `sample` is one input sample for shape inference.
   void attach(std::shared_ptr<Model> model, const at::Tensor& sample, ddp::DdpOptions ddp);

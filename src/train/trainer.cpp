@@ -69,6 +69,7 @@ void Trainer::Impl::setup() {
       comm_options);
   control = comm::make_communicator(session, comm::Backend::kMpi, comm_options);
   parallel = std::make_unique<Parallelism>(config, *comm, session.node_size());
+  parallel->check_tensor_groups(*control);
   data::LoaderOptions o;
   o.path = config.get_string("data.path");
   COHORT_CHECK(!o.path.empty(), ConfigError, "data.path: no training dataset given");

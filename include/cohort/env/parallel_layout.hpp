@@ -44,6 +44,10 @@ class ParallelLayout {
   int pipeline_color(int rank) const;
   int tensor_color(int rank) const;
 
+  // Throws ConfigError naming the first tensor group whose ranks are not all on one host
+  // (`host_of_rank`: any id per rank; a cyclic placement passes make()'s count check but not this).
+  void check_tensor_hosts(const std::vector<long long>& host_of_rank) const;
+
   // One line per rank ("rank 3: data 1 stage 0 tensor 1 | data group [1 3] ...") and the groups.
   std::string describe() const;
 

@@ -169,6 +169,16 @@ BOOST_AUTO_TEST_CASE(bad_layouts) {
   BOOST_CHECK_THROW(ParallelLayout::make(8, 1, 4, 2), cohort::ConfigError);  // spans nodes
   BOOST_CHECK_THROW(ParallelLayout::make(8, 0, 1), cohort::ConfigError);
   BOOST_CHECK_NO_THROW(ParallelLayout::make(8, 1, 2, 2));
+  // Tensor groups are adjacent ranks: a block placement keeps them on a host, a cyclic one not.
+  const auto layout = ParallelLayout::make(4, 1, 2, 2);
+  BOOST_CHECK_NO_THROW(layout.check_tensor_hosts({7, 7, 9, 9}));
+  try {
+    layout.check_tensor_hosts({7, 9, 7, 9});
+    BOOST_FAIL("a tensor group across hosts accepted");
+  } catch (const cohort::ConfigError& e) {
+    BOOST_TEST(std::string(e.what()).find("tensor group of ranks 0..1 spans hosts") !=
+               std::string::npos);
+  }
 }
 
 BOOST_AUTO_TEST_SUITE_END()
