@@ -55,96 +55,136 @@ at::Tensor Executor::receive_buffer(const std::vector<std::int64_t>& shape,
   return at::empty(sizes, at::TensorOptions().dtype(at::kFloat).device(options_.device));
 }
 
-StepStats Executor::train_step(const std::vector<at::Tensor>& inputs, const StepHooks& hooks) {
-  const auto step_start = Clock::now();
-  COHORT_CHECK(static_cast<int>(inputs.size()) == options_.micro_batches, Error,
-               "pipeline executor: ", inputs.size(), " micro-batches for ", options_.micro_batches);
-  const bool first = options_.stage == 0, last = options_.stage + 1 == options_.stages;
-  StepStats stats;
-  std::map<int, InFlight> live;
-  std::map<std::size_t, PendingRecv> recvs;  // by action index
-  std::vector<comm::WorkPtr> sends;
-  std::int64_t live_bytes = 0;
-  const std::int64_t memory_base = options_.memory_in_use ? options_.memory_in_use() : 0;
-  const auto sample_memory = [&] {
-    if (!options_.memory_in_use) return;
-    stats.peak_memory_growth =
-        std::max(stats.peak_memory_growth, options_.memory_in_use() - memory_base);
-  };
+// One step's run of the actions: what is in flight, pending and measured. The executor's
+// protocol (executor.hpp) in code: posts, waits, forwards, backwards.
+class Executor::StepRun {
+ public:
+  StepRun(const Executor& e, const std::vector<at::Tensor>& inputs, const StepHooks& hooks)
+      : e_(e),
+        o_(e.options_),
+        inputs_(inputs),
+        hooks_(hooks),
+        first_(o_.stage == 0),
+        last_(o_.stage + 1 == o_.stages),
+        memory_base_(o_.memory_in_use ? o_.memory_in_use() : 0) {}
+
+  StepStats run() {
+    const auto step_start = Clock::now();
+    const auto& actions = e_.actions_;
+    for (std::size_t i = 0; i < actions.size(); ++i) {
+      // Finished sends let go of their tensors: a sent activation must not outlive its backward.
+      sends_.erase(
+          std::remove_if(sends_.begin(), sends_.end(), [](const auto& w) { return w->test(); }),
+          sends_.end());
+      post(i);
+      post(i + 1);
+      if (actions[i].kind == Action::Kind::kForward) {
+        forward(i);
+      } else {
+        backward(i);
+      }
+      sample_memory();
+    }
+    const auto start = Clock::now();
+    for (auto& work : sends_) work->wait();
+    stats_.wait_s += since(start);
+    stats_.step_s = since(step_start);
+    return stats_;
+  }
+
+ private:
   // A receive for action i, if it needs one: posted once, ahead of time.
-  const auto post = [&](std::size_t i) {
-    if (i >= actions_.size() || recvs.count(i) != 0) return;
-    const Action& a = actions_[i];
+  void post(std::size_t i) {
+    if (i >= e_.actions_.size() || recvs_.count(i) != 0) return;
+    const Action& a = e_.actions_[i];
     const bool forward = a.kind == Action::Kind::kForward;
-    if (forward ? first : last) return;
-    const std::int64_t batch = inputs[a.micro].size(0);
-    PendingRecv r{receive_buffer(forward ? options_.input_shape : options_.output_shape, batch),
-                  nullptr};
-    const int peer = options_.stage + (forward ? -1 : 1);
-    r.work = pipe_->recv_async(r.buffer, peer,
-                               forward ? activation_tag(a.micro) : gradient_tag(a.micro));
-    recvs.emplace(i, std::move(r));
-  };
-  const auto take = [&](std::size_t i) {
-    auto node = recvs.extract(i);
+    if (forward ? first_ : last_) return;
+    const std::int64_t batch = inputs_[a.micro].size(0);
+    PendingRecv r{e_.receive_buffer(forward ? o_.input_shape : o_.output_shape, batch), nullptr};
+    r.work = e_.pipe_->recv_async(r.buffer, o_.stage + (forward ? -1 : 1),
+                                  forward ? activation_tag(a.micro) : gradient_tag(a.micro));
+    recvs_.emplace(i, std::move(r));
+  }
+
+  at::Tensor take(std::size_t i) {
+    auto node = recvs_.extract(i);
     const auto start = Clock::now();
     node.mapped().work->wait();
-    stats.wait_s += since(start);
+    stats_.wait_s += since(start);
     return node.mapped().buffer;
-  };
-  for (std::size_t i = 0; i < actions_.size(); ++i) {
-    // Finished sends let go of their tensors: a sent activation must not outlive its backward.
-    sends.erase(std::remove_if(sends.begin(), sends.end(), [](const auto& w) { return w->test(); }),
-                sends.end());
-    post(i);
-    post(i + 1);
-    const Action& a = actions_[i];
-    if (a.kind == Action::Kind::kForward) {
-      InFlight f;
-      f.input = first ? inputs[a.micro] : take(i).requires_grad_(true);
-      const auto start = Clock::now();
-      at::Tensor out = hooks.forward(a.micro, f.input);
-      if (last) {
-        f.output = hooks.loss(a.micro, out);
-        stats.loss += f.output.item<double>();
-      } else {
-        f.output = out;
-        at::Tensor wire = out.detach().to(at::kFloat).contiguous();
-        sends.push_back(pipe_->send_async(wire, options_.stage + 1, activation_tag(a.micro)));
-      }
-      stats.compute_s += since(start);
-      live_bytes += (first ? 0 : bytes_of(f.input)) + (last ? 0 : bytes_of(f.output));
-      live.emplace(a.micro, std::move(f));
-      sample_memory();
-      stats.peak_in_flight = std::max(stats.peak_in_flight, static_cast<int>(live.size()));
-      stats.peak_activation_bytes = std::max(stats.peak_activation_bytes, live_bytes);
-      continue;
-    }
-    auto node = live.extract(a.micro);
-    COHORT_CHECK(!node.empty(), Error, "pipeline schedule: backward before forward of micro-batch ",
-                 a.micro);
-    InFlight& f = node.mapped();
-    at::Tensor grad = last ? at::Tensor() : take(i);
+  }
+
+  void forward(std::size_t i) {
+    const int m = e_.actions_[i].micro;
+    InFlight f;
+    f.input = first_ ? inputs_[m] : take(i).requires_grad_(true);
     const auto start = Clock::now();
-    if (hooks.before_backward) hooks.before_backward(a.micro, i + 1 == actions_.size());
-    if (last) {
+    at::Tensor out = hooks_.forward(m, f.input);
+    if (last_) {
+      f.output = hooks_.loss(m, out);
+      stats_.loss += f.output.item<double>();
+    } else {
+      f.output = out;
+      at::Tensor wire = out.detach().to(at::kFloat).contiguous();
+      sends_.push_back(e_.pipe_->send_async(wire, o_.stage + 1, activation_tag(m)));
+    }
+    stats_.compute_s += since(start);
+    live_bytes_ += held_bytes(f);
+    live_.emplace(m, std::move(f));
+    stats_.peak_in_flight = std::max(stats_.peak_in_flight, static_cast<int>(live_.size()));
+    stats_.peak_activation_bytes = std::max(stats_.peak_activation_bytes, live_bytes_);
+  }
+
+  void backward(std::size_t i) {
+    const int m = e_.actions_[i].micro;
+    auto node = live_.extract(m);
+    COHORT_CHECK(!node.empty(), Error, "pipeline schedule: backward before forward of micro-batch ",
+                 m);
+    InFlight& f = node.mapped();
+    const at::Tensor grad = last_ ? at::Tensor() : take(i);
+    const auto start = Clock::now();
+    if (hooks_.before_backward) hooks_.before_backward(m, i + 1 == e_.actions_.size());
+    if (last_) {
       f.output.backward();
     } else {
       torch::autograd::backward({f.output}, {grad.to(f.output.scalar_type())});
     }
-    if (!first) {
-      at::Tensor back = f.input.grad().contiguous();
-      sends.push_back(pipe_->send_async(back, options_.stage - 1, gradient_tag(a.micro)));
+    if (!first_) {
+      const at::Tensor back = f.input.grad().contiguous();
+      sends_.push_back(e_.pipe_->send_async(back, o_.stage - 1, gradient_tag(m)));
     }
-    stats.compute_s += since(start);
-    live_bytes -= (first ? 0 : bytes_of(f.input)) + (last ? 0 : bytes_of(f.output));
-    sample_memory();
+    stats_.compute_s += since(start);
+    live_bytes_ -= held_bytes(f);
   }
-  const auto start = Clock::now();
-  for (auto& work : sends) work->wait();
-  stats.wait_s += since(start);
-  stats.step_s = since(step_start);
-  return stats;
+
+  // What a micro-batch in flight holds at the stage's borders (received input, sent output).
+  std::int64_t held_bytes(const InFlight& f) const {
+    return (first_ ? 0 : bytes_of(f.input)) + (last_ ? 0 : bytes_of(f.output));
+  }
+
+  void sample_memory() {
+    if (!o_.memory_in_use) return;
+    stats_.peak_memory_growth =
+        std::max(stats_.peak_memory_growth, o_.memory_in_use() - memory_base_);
+  }
+
+  const Executor& e_;
+  const ExecutorOptions& o_;
+  const std::vector<at::Tensor>& inputs_;
+  const StepHooks& hooks_;
+  const bool first_, last_;
+  const std::int64_t memory_base_;
+  StepStats stats_;
+  std::map<int, InFlight> live_;
+  std::map<std::size_t, PendingRecv> recvs_;  // by action index
+  std::vector<comm::WorkPtr> sends_;
+  std::int64_t live_bytes_ = 0;
+};
+
+StepStats Executor::train_step(const std::vector<at::Tensor>& inputs, const StepHooks& hooks) {
+  COHORT_CHECK(static_cast<int>(inputs.size()) == options_.micro_batches, Error,
+               "pipeline executor: ", inputs.size(), " micro-batches for ", options_.micro_batches);
+  return StepRun(*this, inputs, hooks).run();
 }
 
 at::Tensor Executor::forward_only(const at::Tensor& input,

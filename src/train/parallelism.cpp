@@ -79,41 +79,51 @@ void Parallelism::attach(std::shared_ptr<Model> model, const at::Tensor& sample,
                          ddp::DdpOptions ddp) {
   model_ = std::move(model);
   const auto devices = pipeline::parse_devices(config_.get_string("parallel.devices"));
-  std::set<std::string> split;
   if (pipelined() || !devices.empty()) {
-    const auto blocks = model_->blocks();
-    COHORT_CHECK(!blocks.empty(), ConfigError, "model ", config_.get_string("model.name"),
-                 " is not a sequence of blocks: it cannot be split into pipeline stages");
-    const auto partition = config_.get_int_list("parallel.partition");
-    const int n = static_cast<int>(blocks.size());
-    std::vector<std::int64_t> weights;
-    for (const auto& b : blocks) weights.push_back(b.parameters());
-    const auto bounds = partition.empty()
-                            ? pipeline::partition_balanced(weights, layout_.stages())
-                            : pipeline::partition_explicit(partition, n, layout_.stages());
-    stage_ = std::make_shared<pipeline::Stage>(blocks, bounds, coords_.stage);
-    if (pipelined()) {
-      const auto shapes = pipeline::block_output_shapes(blocks, *model_, sample);
-      pipeline::ExecutorOptions o;
-      o.schedule = pipeline::parse_schedule(config_.get_string("parallel.schedule"));
-      o.micro_batches = micro_batches_;
-      o.stage = coords_.stage;
-      o.stages = layout_.stages();
-      if (coords_.stage > 0) o.input_shape = shapes[bounds[coords_.stage] - 1];
-      o.output_shape = shapes[bounds[coords_.stage + 1] - 1];
-      const auto params = stage_->parameters();
-      if (!params.empty()) o.device = params.front().device();
-      if (o.device.is_cpu()) o.memory_in_use = heap_in_use;
-      executor_ = std::make_unique<pipeline::Executor>(pipe_.get(), o);
-    }
-    stage_->place(devices);
+    keep_stage(sample, devices);
     model_.reset();  // the blocks of other stages go; the stage holds its own
   }
+  sort_parameters();
+  ddp_ = std::make_unique<ddp::DistributedDataParallel>(trained(), data_group(), ddp);
+}
+
+// Partitions the model's blocks, keeps this rank's stage, places it on `devices` and (pipelined)
+// makes the executor, with the shapes at the stage's borders measured on the whole model first.
+void Parallelism::keep_stage(const at::Tensor& sample, const std::vector<c10::Device>& devices) {
+  const auto blocks = model_->blocks();
+  COHORT_CHECK(!blocks.empty(), ConfigError, "model ", config_.get_string("model.name"),
+               " is not a sequence of blocks: it cannot be split into pipeline stages");
+  const auto partition = config_.get_int_list("parallel.partition");
+  std::vector<std::int64_t> weights;
+  for (const auto& b : blocks) weights.push_back(b.parameters());
+  const auto bounds = partition.empty()
+                          ? pipeline::partition_balanced(weights, layout_.stages())
+                          : pipeline::partition_explicit(partition, static_cast<int>(blocks.size()),
+                                                         layout_.stages());
+  stage_ = std::make_shared<pipeline::Stage>(blocks, bounds, coords_.stage);
+  const auto shapes = pipelined() ? pipeline::block_output_shapes(blocks, *model_, sample)
+                                  : std::vector<std::vector<std::int64_t>>();
+  stage_->place(devices);
+  if (!pipelined()) return;
+  pipeline::ExecutorOptions o;
+  o.schedule = pipeline::parse_schedule(config_.get_string("parallel.schedule"));
+  o.micro_batches = micro_batches_;
+  o.stage = coords_.stage;
+  o.stages = layout_.stages();
+  if (coords_.stage > 0) o.input_shape = shapes[bounds[coords_.stage] - 1];
+  o.output_shape = shapes[bounds[coords_.stage + 1] - 1];
+  const auto params = stage_->parameters();
+  if (!params.empty()) o.device = params.front().device();
+  if (o.device.is_cpu()) o.memory_in_use = heap_in_use;
+  executor_ = std::make_unique<pipeline::Executor>(pipe_.get(), o);
+}
+
+// Which parameters count in the global gradient norm (each once), and which are shared copies.
+void Parallelism::sort_parameters() {
+  std::set<std::string> split;
   for (const auto& name : pipeline::split_parameter_names(trained())) split.insert(name);
-  const std::set<std::string> shared =
-      stage_ ? std::set<std::string>(stage_->shared_parameters().begin(),
-                                     stage_->shared_parameters().end())
-             : std::set<std::string>();
+  std::set<std::string> shared;
+  if (stage_) shared.insert(stage_->shared_parameters().begin(), stage_->shared_parameters().end());
   const bool owns_shared = stage_ && !stage_->sharing_stages().empty() &&
                            stage_->sharing_stages().front() == coords_.stage;
   for (const auto& p : trained().named_parameters()) {
@@ -124,7 +134,6 @@ void Parallelism::attach(std::shared_ptr<Model> model, const at::Tensor& sample,
   }
   COHORT_CHECK(shared_parameters_.empty() || shared_ != nullptr, ConfigError,
                "pipeline: only the first and the last stage may share modules");
-  ddp_ = std::make_unique<ddp::DistributedDataParallel>(trained(), data_group(), ddp);
 }
 
 torch::nn::Module& Parallelism::trained() {

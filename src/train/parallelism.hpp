@@ -83,6 +83,8 @@ class Parallelism {
 
  private:
   void build_groups();
+  void keep_stage(const at::Tensor& sample, const std::vector<c10::Device>& devices);
+  void sort_parameters();
   void reduce_shared_gradients();
 
   const Config& config_;

@@ -81,6 +81,7 @@ class Executor {
   const std::vector<Action>& actions() const { return actions_; }
 
  private:
+  class StepRun;
   at::Tensor receive_buffer(const std::vector<std::int64_t>& shape, std::int64_t batch) const;
 
   comm::Communicator* pipe_;
