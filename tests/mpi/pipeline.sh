@@ -3,7 +3,8 @@
 #   pipeline.sh COHORT WORK equivalence|memory|bad_config|resume
 # equivalence: the MLP and the GPT, 2 stages (2 ranks) and 2 stages x 2 replicas (4 ranks), under
 #   GPipe and 1F1B, the CNN (BatchNorm: against one process accumulating the same micro-batches)
-#   on 2 stages, plus the GPT 2-way tensor-parallel and 2 stages x 2-way tensor: the parameters
+#   on 2 stages, plus the GPT 2-way tensor-parallel and 2 stages x 2-way tensor, and clipping by the
+#   global norm (MLP on 2 stages, GPT on 2 stages x 2-way tensor): the parameters
 #   after 10 steps (exported from the final checkpoint, tensor parts reassembled) equal one
 #   process's within 1e-5, and so do the loss curves and the final evaluation (run through the
 #   pipeline, forward only).
@@ -78,6 +79,14 @@ equivalence)
     --set parallel.pipeline_stages=2
   export_final GPT-t2
   export_final GPT-p2t2
+  # Clipping: the norm is one sum over stages and tensor parts (each parameter once).
+  train 0 MLP-one-clip "${MLP[@]}" --set data.batch_size=16 --set optim.clip_norm=0.05
+  train 2 MLP-p2-clip "${MLP[@]}" --set data.batch_size=16 --set optim.clip_norm=0.05 \
+    --set parallel.pipeline_stages=2
+  train 0 GPT-one-clip "${GPT[@]}" --set data.batch_size=16 --set optim.clip_norm=0.05
+  train 4 GPT-p2t2-clip "${GPT[@]}" --set data.batch_size=16 --set optim.clip_norm=0.05 \
+    --set parallel.tensor=2 --set parallel.pipeline_stages=2
+  for run in MLP-one-clip MLP-p2-clip GPT-one-clip GPT-p2t2-clip; do export_final $run; done
   /usr/bin/python3 "$here/pipeline_check.py" equivalence
   ;;
 memory)

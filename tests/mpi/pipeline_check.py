@@ -70,6 +70,16 @@ if mode == "equivalence":
         same("CNN-one", f"CNN-p2-{schedule}", evaluated=False)
     same("GPT-one", "GPT-t2")
     same("GPT-one", "GPT-p2t2")
+    same("MLP-one-clip", "MLP-p2-clip")
+    same("GPT-one-clip", "GPT-p2t2-clip")
+    # The clipped runs really clipped: their norms (measured every step when clipping) exceed the
+    # threshold, equal on both sides.
+    for one, split in (("MLP-one-clip", "MLP-p2-clip"), ("GPT-one-clip", "GPT-p2t2-clip")):
+        norms = [[r["grad_norm"] for r in map(json.loads, open(f"{run}/metrics.jsonl"))
+                  if r["event"] == "step"] for run in (one, split)]
+        assert max(norms[0]) > 0.05, norms
+        assert max(abs(a - b) / a for a, b in zip(*norms)) < 1e-4, norms
+        print(f"{split}: global gradient norms match one process's ({norms[0][0]:.4f}, ...)")
     # The tied token table: the first and the last stage hold equal copies.
     record = [json.loads(l) for l in open("GPT-p2-1f1b/metrics.jsonl")]
     assert any(r["event"] == "pipeline" for r in record)
