@@ -61,7 +61,6 @@ class Parallelism {
   torch::nn::Module& trained();                  // what the optimizer and checkpoints see
   at::Tensor forward(const at::Tensor& inputs);  // the trained module
   ddp::DistributedDataParallel& ddp() { return *ddp_; }
-  const pipeline::Executor& executor() const { return *executor_; }
 
   // Pipelined: one step over `batch`, split into parallel.micro_batches; `forward` runs the
   // stage (the caller adds autocast), `loss` maps logits and targets to a mean loss. Returns the
