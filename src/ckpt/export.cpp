@@ -119,8 +119,8 @@ ExportSummary export_checkpoint(const std::string& path, const std::string& out_
     COHORT_CHECK(summary.tensors > 0, UsageError, reader.path(), ": no tensor name starts with '",
                  options.prefix, "'");
     rename_path(tmp, out_path);
-  } catch (const Error&) {
-    std::remove(tmp.c_str());  // never leave a partial export behind
+  } catch (...) {  // rethrown: never leave a partial export behind, whatever failed
+    std::remove(tmp.c_str());
     throw;
   }
   summary.source = reader.path();

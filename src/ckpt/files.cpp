@@ -1,9 +1,9 @@
 #include "ckpt/files.hpp"
 
+#include <sys/stat.h>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <map>
 #include <sstream>
 
@@ -53,12 +53,27 @@ void rename_path(const std::string& from, const std::string& to) {
 }
 
 std::string read_small_file(const std::string& path, std::size_t limit) {
-  std::ifstream in(path, std::ios::binary);
-  COHORT_CHECK(in, IoError, path, ": cannot open: ", std::strerror(errno));
-  std::string text(limit + 1, '\0');
-  in.read(text.data(), static_cast<std::streamsize>(text.size()));
-  text.resize(static_cast<std::size_t>(in.gcount()));
-  COHORT_CHECK(text.size() <= limit, IoError, path, ": larger than ", limit, " bytes");
+  // O_NONBLOCK: opening a FIFO must not wait for a writer; it is refused just below.
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
+  COHORT_CHECK(fd.get() >= 0, IoError, path, ": cannot open: ", std::strerror(errno));
+  struct stat st {};
+  COHORT_CHECK(::fstat(fd.get(), &st) == 0, IoError, path, ": cannot stat: ", std::strerror(errno));
+  COHORT_CHECK(S_ISREG(st.st_mode), IoError, path, ": not a regular file");
+  COHORT_CHECK(static_cast<std::uint64_t>(st.st_size) <= limit, IoError, path, ": ", st.st_size,
+               " bytes, larger than the limit of ", limit);
+  // Sized by the file, not the limit; one byte more shows a file that grew while read.
+  std::string text(static_cast<std::size_t>(st.st_size) + 1, '\0');
+  std::size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n = ::read(fd.get(), text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    COHORT_CHECK(n >= 0, IoError, path, ": read failed: ", std::strerror(errno));
+    if (n == 0) break;
+    done += static_cast<std::size_t>(n);
+  }
+  COHORT_CHECK(done <= static_cast<std::size_t>(st.st_size), IoError, path,
+               ": changed while being read");
+  text.resize(done);
   return text;
 }
 

@@ -1,6 +1,10 @@
 #include "cohort/ckpt/inspect.hpp"
 
+#include <sys/stat.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <map>
 #include <vector>
@@ -9,14 +13,9 @@
 #include "cohort/ckpt/shard_file.hpp"
 #include "cohort/data/checksum.hpp"
 #include "cohort/error.hpp"
+#include "common/checked_math.hpp"
 
 namespace cohort::ckpt {
-namespace {
-
-constexpr std::size_t kManifestLimit = 256 << 20;
-
-}  // namespace
-
 std::string read_latest(const std::string& dir) {
   std::string name = read_small_file(dir + "/latest", 4096);
   while (!name.empty() && (name.back() == '\n' || name.back() == ' ')) name.pop_back();
@@ -27,7 +26,7 @@ std::string read_latest(const std::string& dir) {
 
 Manifest read_manifest(const std::string& step_dir) {
   const std::string file = step_dir + "/manifest.json";
-  return Manifest::parse(read_small_file(file, kManifestLimit), file);
+  return Manifest::parse(read_small_file(file, kMaxManifestBytes), file);
 }
 
 std::string resolve_checkpoint(const std::string& path) {
@@ -51,10 +50,11 @@ std::vector<CheckpointEntry> list_checkpoints(const std::string& dir) {
   std::vector<CheckpointEntry> entries;
   for (const auto& item : std::filesystem::directory_iterator(dir, error)) {
     const std::string name = item.path().filename().string();
-    if (name.rfind("step-", 0) != 0 || name.find('.') != std::string::npos) continue;
+    const auto step = parse_step_dir_name(name);
+    if (!step) continue;  // not a name Cohort writes: left alone
     CheckpointEntry e;
     e.path = item.path().string();
-    e.step = std::stoll(name.substr(5));
+    e.step = *step;
     e.latest = name == latest;
     try {
       e.manifest = read_manifest(e.path);
@@ -70,12 +70,39 @@ std::vector<CheckpointEntry> list_checkpoints(const std::string& dir) {
   return entries;
 }
 
+std::string shard_backing_problem(const Manifest& m, std::size_t index,
+                                  const std::string& step_dir) {
+  const std::string file = step_dir + "/" + m.shards.at(index).file;
+  struct stat st {};
+  if (::stat(file.c_str(), &st) != 0) return file + ": cannot stat: " + std::strerror(errno);
+  if (!S_ISREG(st.st_mode)) return file + ": not a regular file";
+  std::int64_t claimed = 0;
+  for (const auto& t : m.tensors) {
+    const auto element = dtype_bytes(t.dtype);
+    for (const auto& s : t.slices) {
+      if (static_cast<std::size_t>(s.shard) != index) continue;
+      const auto bytes = checked::mul(s.count, element);
+      const auto sum = bytes ? checked::add(claimed, *bytes) : std::nullopt;
+      if (!sum || *sum > st.st_size) {
+        return file + ": " + std::to_string(st.st_size) +
+               " bytes cannot hold the slices the manifest places in it (tensor '" + t.name + "')";
+      }
+      claimed = *sum;
+    }
+  }
+  return {};
+}
+
 std::vector<std::string> verify_checkpoint(const std::string& step_dir) {
   std::vector<std::string> problems;
   const Manifest m = read_manifest(step_dir);
   std::map<int, ShardReader> readers;
   for (std::size_t i = 0; i < m.shards.size(); ++i) {
     const std::string file = step_dir + "/" + m.shards[i].file;
+    if (auto problem = shard_backing_problem(m, i, step_dir); !problem.empty()) {
+      problems.push_back(std::move(problem));
+      continue;  // nothing of it is read
+    }
     try {
       const std::int64_t bytes = data::file_bytes(file);
       if (bytes != m.shards[i].bytes) {

@@ -21,8 +21,7 @@ std::vector<std::string> candidates(const std::string& dir) {
   std::error_code error;
   for (const auto& entry : std::filesystem::directory_iterator(dir, error)) {
     const std::string name = entry.path().filename().string();
-    if (name.rfind("step-", 0) == 0 && name.find('.') == std::string::npos &&
-        entry.is_directory(error)) {
+    if (parse_step_dir_name(name) && entry.is_directory(error)) {
       names.push_back(name);
     }
   }

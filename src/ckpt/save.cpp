@@ -182,12 +182,6 @@ std::string attempt_tag(comm::Communicator& comm) {
 
 }  // namespace
 
-std::string step_dir_name(std::int64_t step) {
-  char name[40];
-  std::snprintf(name, sizeof name, "step-%08lld", static_cast<long long>(step));
-  return name;
-}
-
 ShardPlan plan_checkpoint(const SaveRequest& request, comm::Communicator& comm) {
   const auto mine = specs_of(request);
   const auto texts = gather_text(encode(mine), comm);
@@ -290,11 +284,8 @@ int clean_partial(const std::string& dir) {
   int removed = 0;
   std::error_code error;
   for (const auto& entry : std::filesystem::directory_iterator(dir, error)) {
-    const std::string name = entry.path().filename().string();
-    const bool leftover =
-        (name.rfind("step-", 0) == 0 && name.find(".tmp-") != std::string::npos) ||
-        name.rfind("latest.tmp-", 0) == 0;
-    if (leftover && std::filesystem::remove_all(entry.path(), error) > 0) ++removed;
+    if (!is_partial_save_name(entry.path().filename().string())) continue;
+    if (std::filesystem::remove_all(entry.path(), error) > 0) ++removed;
   }
   return removed;
 }

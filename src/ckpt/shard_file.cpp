@@ -122,6 +122,13 @@ void ShardReader::read(const std::string& name, const std::string& dtype, std::i
   const auto stored = h5::read_string_attribute(set.get(), "dtype", where);
   COHORT_CHECK(stored && *stored == dtype, IoError, where, ": stored as ",
                stored ? *stored : std::string("?"), ", wanted ", dtype);
+  // A slice is one flat dataset: a dataset with inner dimensions would fill `out` with
+  // count x (their product) elements, past the end of the caller's buffer.
+  const auto extent = h5::dims(set.get(), where);
+  COHORT_CHECK(extent.size() == 1 && from >= 0 && count >= 0 && count <= extent[0] &&
+                   from <= extent[0] - count,
+               IoError, where, ": ", count, " elements from ", from,
+               " are outside what it stores (shape ", shape_text(extent), ")");
   h5::read_runs(set.get(), {h5::Run{from, count}}, storage_of(dtype), out, H5P_DEFAULT, false,
                 where);
 }
@@ -137,7 +144,10 @@ std::int64_t ShardReader::slice_offset(const std::string& name) const {
 std::string ShardReader::rank_state() const {
   const std::string where = impl_->path + ": rank_state";
   h5::Hid set = h5::open_dataset(impl_->file.get(), "rank_state", where);
-  const auto n = h5::dims(set.get(), where).at(0);
+  const auto extent = h5::dims(set.get(), where);
+  COHORT_CHECK(extent.size() == 1 && extent[0] <= data::file_bytes(impl_->path), IoError, where,
+               ": shape ", shape_text(extent), " is not a byte string this file can hold");
+  const auto n = extent[0];
   std::string bytes(static_cast<std::size_t>(n), '\0');
   h5::read_runs(set.get(), {h5::Run{0, n}}, data::DType::kUInt8, bytes.data(), H5P_DEFAULT, false,
                 where);

@@ -25,6 +25,7 @@
 #include "cohort/comm/mpi_session.hpp"
 #include "cohort/error.hpp"
 #include "cohort/train/config.hpp"
+#include "common/checked_math.hpp"
 
 namespace cohort::train {
 namespace {
@@ -41,7 +42,12 @@ std::string generator_state() {
                      static_cast<std::size_t>(state.numel()));
 }
 
-void set_generator_state(const std::string& bytes) {
+// The state comes from a checkpoint file: anything but the size this LibTorch writes is refused
+// here, naming the checkpoint, rather than by LibTorch's own check as an internal error.
+void set_generator_state(const std::string& bytes, const std::string& origin) {
+  COHORT_CHECK(bytes.size() == generator_state().size(), IoError, origin, ": rank_state is ",
+               bytes.size(), " bytes, not a random generator state (", generator_state().size(),
+               " bytes)");
   at::Tensor state = at::empty({static_cast<std::int64_t>(bytes.size())}, at::kByte);
   std::memcpy(state.data_ptr(), bytes.data(), bytes.size());
   at::Generator generator = at::detail::getDefaultCPUGenerator();  // a handle on the same one
@@ -193,12 +199,16 @@ std::optional<ResumePoint> TrainCheckpoints::resume(std::int64_t batch_size, std
   }
   for (auto& [state, tensor] : adamw_steps_) state->step(tensor.item<std::int64_t>());
   const auto* p = position.data_ptr<std::int64_t>();
+  const auto consumed = checked::mul(p[2], p[3]);
+  COHORT_CHECK(p[0] == loaded->manifest.step && p[1] >= 0 && p[2] >= 0 && p[3] >= 1 && consumed,
+               IoError, loaded->path, ": tensor 'trainer.position' [", p[0], ", ", p[1], ", ", p[2],
+               ", ", p[3], "] does not describe step ", loaded->manifest.step);
   ResumePoint point{p[0], {p[1], p[2]}, loaded->path};
   const std::int64_t global_batch = batch_size * (data_ > 0 ? data_ : comm_->size());
   if (loaded->manifest.world_size == comm_->size() && p[3] == global_batch) {
-    set_generator_state(loaded->rank_state);
+    set_generator_state(loaded->rank_state, loaded->path);
   } else {  // another world: the same global sample count within the epoch, in new batches
-    point.loader.batch = p[2] * p[3] / global_batch;
+    point.loader.batch = *consumed / global_batch;
   }
   last_saved_ = point.step;
   return point;
@@ -299,9 +309,12 @@ void TrainCheckpoints::apply_retention() {
   std::vector<std::pair<std::int64_t, std::filesystem::path>> steps;
   std::error_code error;
   for (const auto& entry : std::filesystem::directory_iterator(dir_, error)) {
-    const std::string name = entry.path().filename().string();
-    if (name.rfind("step-", 0) != 0 || name.find('.') != std::string::npos) continue;
-    steps.emplace_back(std::stoll(name.substr(5)), entry.path());
+    // Exact names only, and real directories (not links): a user's "step-00000001-backup/" is
+    // not a checkpoint, whatever its prefix.
+    const auto step = ckpt::parse_step_dir_name(entry.path().filename().string());
+    if (step && entry.is_directory(error) && !entry.is_symlink(error)) {
+      steps.emplace_back(*step, entry.path());
+    }
   }
   std::sort(steps.rbegin(), steps.rend());
   for (std::size_t i = static_cast<std::size_t>(keep_last); i < steps.size(); ++i) {

@@ -56,9 +56,6 @@ struct SaveRequest {
   std::string rank_state;            // this rank's own bytes (sampler, RNG)
 };
 
-// "step-00001200"
-std::string step_dir_name(std::int64_t step);
-
 // Collective: who writes which slices, from every rank's tensors (names, dtypes, shapes). The
 // byte-balanced plan when every rank holds the same tensors; otherwise each tensor is balanced
 // among its holders. Throws IoError when one name has different dtypes or shapes on two ranks.
@@ -91,7 +88,8 @@ std::optional<LoadedCheckpoint> load_latest(const std::string& dir, std::vector<
                                             comm::Communicator& comm, bool verify,
                                             std::FILE* warnings);
 
-// Removes <dir>/step-*.tmp-* left by interrupted saves. Rank 0 calls it at start-up.
+// Removes the leftovers of interrupted saves (is_partial_save_name) from <dir>, nothing else.
+// Rank 0 calls it at start-up.
 int clean_partial(const std::string& dir);
 
 }  // namespace cohort::ckpt

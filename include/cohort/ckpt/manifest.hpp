@@ -9,13 +9,21 @@
 // slices that do not cover their tensor exactly once.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 namespace cohort::ckpt {
 
 inline constexpr int kManifestVersion = 1;
+// Limits on what a manifest may describe (docs/formats/checkpoint.md): more dimensions than
+// LibTorch allows, or more elements than 2^50 (8 PiB of float64), is never a real checkpoint.
+inline constexpr std::size_t kMaxDims = 64;
+inline constexpr std::int64_t kMaxTensorElements = std::int64_t{1} << 50;
+// The largest manifest.json read (a manifest costs about 200 bytes per slice).
+inline constexpr std::size_t kMaxManifestBytes = std::size_t{256} << 20;
 
 struct SliceEntry {
   int shard = 0;  // index into Manifest::shards
@@ -29,7 +37,7 @@ struct TensorEntry {
   std::string dtype;
   std::vector<std::int64_t> shape;
   std::vector<SliceEntry> slices;  // sorted by offset, disjoint, covering the tensor
-  std::int64_t numel() const;
+  std::int64_t numel() const;      // -1 when the shape's product overflows (never after parse())
 };
 
 struct ShardEntry {
@@ -55,6 +63,16 @@ struct Manifest {
   static Manifest parse(const std::string& text, const std::string& origin);
   const TensorEntry* find(const std::string& name) const;
 };
+
+// "step-00001200"
+std::string step_dir_name(std::int64_t step);
+// The step of a name step_dir_name() writes, exactly ("step-00001200" -> 1200); nullopt for every
+// other name ("step-00000001-my-backup", "step-old", "step-1", "step-+0000001"). Only such names
+// are ever loaded, listed or deleted by retention; anything else in the directory is left alone.
+std::optional<std::int64_t> parse_step_dir_name(const std::string& name);
+// True only for the exact names an interrupted save leaves: "<step dir>.tmp-<tag>" (tag: digits
+// and '-', see save_checkpoint()) and "latest.tmp-<pid>". clean_partial() removes nothing else.
+bool is_partial_save_name(const std::string& name);
 
 // True for a non-empty relative path whose components never climb out ("..") of its base.
 bool is_contained_path(const std::string& path);
