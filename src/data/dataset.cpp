@@ -2,6 +2,7 @@
 #include "cohort/data/dataset.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <sstream>
 
@@ -103,8 +104,8 @@ void read_attributes(hid_t file, const std::string& path, DatasetInfo& info) {
     info.format_version = static_cast<int>((*version)[0]);
   }
   if (auto classes = h5::read_number_attribute(file, "classes", path)) {
-    COHORT_CHECK(classes->size() == 1 && (*classes)[0] >= 0, IoError, path,
-                 ": attribute 'classes' must be one count >= 0");
+    COHORT_CHECK(classes->size() == 1 && (*classes)[0] >= 0 && (*classes)[0] <= 2147483648.0,
+                 IoError, path, ": attribute 'classes' must be one count in 0..2^31");
     info.classes = static_cast<std::int64_t>((*classes)[0]);
   }
   if (auto mean = h5::read_number_attribute(file, "mean", path)) info.mean = *mean;
@@ -126,16 +127,19 @@ void describe_tokens(hid_t file, const std::string& path, DatasetInfo& info, Sha
   COHORT_CHECK(info.input_dtype == DType::kUInt16 || info.input_dtype == DType::kInt32, IoError,
                where, ": dtype ", to_string(info.input_dtype), " is not uint16 or int32");
   auto seq_len = h5::read_number_attribute(file, "seq_len", path);
-  COHORT_CHECK(seq_len && seq_len->size() == 1 && (*seq_len)[0] >= 1, IoError, path,
-               ": token dataset needs attribute 'seq_len' >= 1");
+  COHORT_CHECK(seq_len && seq_len->size() == 1 && (*seq_len)[0] >= 1 && (*seq_len)[0] < 9e15,
+               IoError, path, ": token dataset needs attribute 'seq_len' >= 1");
   info.seq_len = static_cast<std::int64_t>((*seq_len)[0]);
   if (auto vocab = h5::read_number_attribute(file, "vocab_size", path)) {
+    COHORT_CHECK(vocab->size() == 1 && (*vocab)[0] >= 1 && (*vocab)[0] <= 2147483648.0, IoError,
+                 path, ": attribute 'vocab_size' must be one count in 1..2^31");
     info.vocab_size = static_cast<std::int64_t>(vocab->at(0));
   }
   info.kind = DatasetKind::kTokens;
   info.sample_shape = {info.seq_len};
   info.target_shape = {info.seq_len};
   info.target_dtype = DType::kInt64;
+  h5::check_backed(tokens.get(), dtype_size(info.input_dtype), where);
   shard.tokens = extent[0];
   shard.samples = extent[0] > 0 ? (extent[0] - 1) / info.seq_len : 0;
   shard.chunk = h5::chunk_dims(tokens.get(), where);
@@ -165,6 +169,12 @@ void describe_samples(hid_t file, const std::string& path, DatasetInfo& info, Sh
   COHORT_CHECK(in_extent[0] == target_extent[0], IoError, path, ": '/inputs' has ", in_extent[0],
                " samples but '/targets' has ", target_extent[0]);
   COHORT_CHECK(in_extent[0] > 0, IoError, in_where, ": empty dataset (0 samples)");
+  for (std::size_t d = 1; d < in_extent.size(); ++d) {
+    COHORT_CHECK(in_extent[d] > 0, IoError, in_where, ": samples of shape ",
+                 shape_text({in_extent.begin() + 1, in_extent.end()}), " hold no element");
+  }
+  h5::check_backed(inputs.get(), dtype_size(info.input_dtype), in_where);
+  h5::check_backed(targets.get(), dtype_size(info.target_dtype), target_where);
   info.sample_shape.assign(in_extent.begin() + 1, in_extent.end());
   info.target_shape.assign(target_extent.begin() + 1, target_extent.end());
   shard.samples = in_extent[0];
@@ -208,7 +218,12 @@ DatasetInfo describe_shard(const std::string& path) {
                  IoError, path, ": attributes 'mean'/'std' need 1 or ", channels, " values, found ",
                  stats->size());
   }
-  for (double s : info.stddev) COHORT_CHECK(s > 0, IoError, path, ": attribute 'std' has ", s);
+  for (double s : info.stddev) {
+    COHORT_CHECK(std::isfinite(s) && s > 0, IoError, path, ": attribute 'std' has ", s);
+  }
+  for (double m : info.mean) {
+    COHORT_CHECK(std::isfinite(m), IoError, path, ": attribute 'mean' has ", m);
+  }
   info.num_samples = shard.samples;
   info.shards.push_back(shard);
   return info;

@@ -43,7 +43,11 @@ std::optional<std::string> read_string_attribute(hid_t object, const std::string
   auto lock = h5_lock();
   auto opened = open_attribute(object, name, where);
   if (!opened) return std::nullopt;
-  const auto& [attribute, type, what] = *opened;
+  // Plain references, not a structured binding: C++17 lets no lambda (COHORT_H5_CHECK's) capture
+  // one, which GCC accepts and clang refuses.
+  const Hid& attribute = opened->attribute;
+  const Hid& type = opened->type;
+  const std::string& what = opened->what;
   COHORT_CHECK(H5Tget_class(type.get()) == H5T_STRING, IoError, what, ": not a string");
   if (H5Tis_variable_str(type.get()) > 0) {
     Hid mem(COHORT_H5_CHECK(H5Tcopy(H5T_C_S1), what));
@@ -67,7 +71,11 @@ std::optional<std::vector<double>> read_number_attribute(hid_t object, const std
   auto lock = h5_lock();
   auto opened = open_attribute(object, name, where);
   if (!opened) return std::nullopt;
-  const auto& [attribute, type, what] = *opened;
+  // Plain references, not a structured binding: C++17 lets no lambda (COHORT_H5_CHECK's) capture
+  // one, which GCC accepts and clang refuses.
+  const Hid& attribute = opened->attribute;
+  const Hid& type = opened->type;
+  const std::string& what = opened->what;
   const H5T_class_t type_class = H5Tget_class(type.get());
   COHORT_CHECK(type_class == H5T_INTEGER || type_class == H5T_FLOAT, IoError, what,
                ": not a number");

@@ -3,7 +3,9 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <optional>
 
+#include "common/checked_math.hpp"
 #include "data/h5/h5_check.hpp"
 
 namespace cohort::data::h5 {
@@ -24,10 +26,56 @@ Hid create_file(const std::string& path) {
       COHORT_H5_CHECK(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT), path));
 }
 
+namespace {
+
+// The type of the link `name` (one component below `parent`), without following it; nullopt
+// when there is no such link.
+std::optional<H5L_type_t> link_type(hid_t file, const std::string& name) {
+  if (H5Lexists(file, name.c_str(), H5P_DEFAULT) <= 0) {
+    h5_error_text();
+    return std::nullopt;
+  }
+  H5L_info_t info{};
+  if (H5Lget_info(file, name.c_str(), &info, H5P_DEFAULT) < 0) {
+    h5_error_text();
+    return std::nullopt;
+  }
+  return info.type;
+}
+
+// Every component of `name` ("/slices/w") is a hard link: a soft or external link could make a
+// reader take one file's chunk addresses for another's, or read any file on the machine.
+void check_hard_links(hid_t file, const std::string& name, const std::string& where) {
+  for (std::size_t end = name.find('/', 1);; end = name.find('/', end + 1)) {
+    const std::string prefix = name.substr(0, end);
+    if (!prefix.empty() && prefix != "/") {
+      const auto type = link_type(file, prefix);
+      COHORT_CHECK(!type || *type == H5L_TYPE_HARD, IoError, where, ": '", prefix,
+                   "' is a soft or external link, which Cohort does not follow "
+                   "(docs/formats/dataset.md)");
+    }
+    if (end == std::string::npos) break;
+  }
+}
+
+// Where the data lives: in this file only (contiguous, chunked or compact). External raw-data
+// files and virtual datasets would let a dataset read any file the process can.
+void check_own_storage(hid_t dataset, const std::string& where) {
+  Hid plist(COHORT_H5_CHECK(H5Dget_create_plist(dataset), where));
+  const H5D_layout_t layout = H5Pget_layout(plist.get());
+  COHORT_CHECK(layout == H5D_CONTIGUOUS || layout == H5D_CHUNKED || layout == H5D_COMPACT, IoError,
+               where, ": virtual datasets are not supported (docs/formats/dataset.md)");
+  COHORT_CHECK(H5Pget_external_count(plist.get()) == 0, IoError, where,
+               ": external raw-data storage is not supported (docs/formats/dataset.md)");
+}
+
+}  // namespace
+
 bool has_dataset(hid_t file, const std::string& name) {
   auto lock = h5_lock();
-  const htri_t exists = H5Lexists(file, name.c_str(), H5P_DEFAULT);
-  if (exists <= 0) return false;
+  const auto type = link_type(file, name);
+  if (!type) return false;
+  if (*type != H5L_TYPE_HARD) return true;  // open_dataset() refuses it, naming it
   H5O_info_t info{};
   if (H5Oget_info_by_name2(file, name.c_str(), &info, H5O_INFO_BASIC, H5P_DEFAULT) < 0) {
     h5_error_text();
@@ -37,9 +85,12 @@ bool has_dataset(hid_t file, const std::string& name) {
 }
 
 Hid open_dataset(hid_t file, const std::string& name, const std::string& where) {
-  COHORT_CHECK(has_dataset(file, name), IoError, where, ": no dataset '", name, "'");
   auto lock = h5_lock();
-  return Hid(COHORT_H5_CHECK(H5Dopen2(file, name.c_str(), H5P_DEFAULT), where));
+  check_hard_links(file, name, where);
+  COHORT_CHECK(has_dataset(file, name), IoError, where, ": no dataset '", name, "'");
+  Hid set(COHORT_H5_CHECK(H5Dopen2(file, name.c_str(), H5P_DEFAULT), where));
+  check_own_storage(set.get(), where);
+  return set;
 }
 
 std::vector<std::int64_t> dims(hid_t dataset, const std::string& where) {
@@ -49,6 +100,32 @@ std::vector<std::int64_t> dims(hid_t dataset, const std::string& where) {
   std::vector<hsize_t> extent(static_cast<std::size_t>(rank));
   COHORT_H5_CHECK(H5Sget_simple_extent_dims(space.get(), extent.data(), nullptr), where);
   return {extent.begin(), extent.end()};
+}
+
+void check_backed(hid_t dataset, std::size_t element_bytes, const std::string& where) {
+  const auto extent = dims(dataset, where);
+  const auto numel = checked::product(extent);
+  const auto bytes = numel ? checked::mul(*numel, static_cast<std::int64_t>(element_bytes)) : numel;
+  COHORT_CHECK(bytes.has_value(), IoError, where, ": extent overflows 64 bits");
+  if (*bytes == 0) return;
+  const auto chunk = chunk_dims(dataset, where);
+  auto lock = h5_lock();
+  if (chunk.empty()) {  // contiguous or compact: one extent, allocated as a whole
+    const auto stored = H5Dget_storage_size(dataset);
+    COHORT_CHECK(static_cast<std::int64_t>(stored) >= *bytes, IoError, where, ": holds ", stored,
+                 " of its ", *bytes, " bytes (never written in full)");
+    return;
+  }
+  std::int64_t expected = 1;
+  for (std::size_t d = 0; d < extent.size() && d < chunk.size(); ++d) {
+    const auto per = std::max<std::int64_t>(chunk[d], 1);
+    expected *= (extent[d] + per - 1) / per;  // <= numel, so no overflow
+  }
+  hsize_t written = 0;
+  Hid space(COHORT_H5_CHECK(H5Dget_space(dataset), where));
+  COHORT_H5_CHECK(H5Dget_num_chunks(dataset, space.get(), &written), where);
+  COHORT_CHECK(static_cast<std::int64_t>(written) == expected, IoError, where, ": ", written,
+               " of its ", expected, " chunks are written (unwritten rows are not data)");
 }
 
 std::vector<std::int64_t> chunk_dims(hid_t dataset, const std::string& where) {
@@ -170,9 +247,10 @@ void read_runs(hid_t dataset, const std::vector<Run>& runs, DType dtype, void* o
   COHORT_H5_CHECK(H5Sget_simple_extent_dims(file_space.get(), extent.data(), nullptr), where);
   hsize_t rows = 0;
   for (const auto& run : runs) {
-    COHORT_CHECK(run.first >= 0 && static_cast<hsize_t>(run.first + run.count) <= extent[0],
-                 IoError, where, ": rows [", run.first, ", ", run.first + run.count,
-                 ") outside the dataset's ", extent[0], " rows");
+    COHORT_CHECK(run.first >= 0 && run.count >= 0 && static_cast<hsize_t>(run.count) <= extent[0] &&
+                     static_cast<hsize_t>(run.first) <= extent[0] - static_cast<hsize_t>(run.count),
+                 IoError, where, ": ", run.count, " rows from row ", run.first,
+                 " are outside the dataset's ", extent[0], " rows");
     rows += static_cast<hsize_t>(run.count);
   }
   Hid type = memory_type(dtype);

@@ -25,6 +25,11 @@ bool has_dataset(hid_t file, const std::string& name);
 Hid open_dataset(hid_t file, const std::string& name, const std::string& where);
 
 std::vector<std::int64_t> dims(hid_t dataset, const std::string& where);
+// Checks that the file really holds the dataset's extent of `element_bytes` elements: the product
+// fits 64 bits, contiguous storage is allocated in full and every chunk of a chunked dataset is
+// written (HDF5 would read unwritten ones as fill values, so a kilobyte file could claim 2^28
+// samples and make a reader allocate for all of them). IoError naming `where` otherwise.
+void check_backed(hid_t dataset, std::size_t element_bytes, const std::string& where);
 std::vector<std::int64_t> chunk_dims(hid_t dataset, const std::string& where);
 // The stored element type mapped onto DType; throws IoError for anything else.
 DType stored_dtype(hid_t dataset, const std::string& where);

@@ -1,13 +1,16 @@
 #include "data/tools/parsers.hpp"
 
+#include <sys/stat.h>
 #include <zlib.h>
 
 #include <cerrno>
+#include <charconv>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
 
 #include "cohort/error.hpp"
+#include "common/checked_math.hpp"
 
 namespace cohort::data::parse {
 namespace {
@@ -33,25 +36,48 @@ DType npy_dtype(const std::string& type, const std::string& path) {
   COHORT_THROW(IoError, path, ": .npy dtype '", type, "' unsupported (u1 f2 f4 f8 i4 i8)");
 }
 
-// "(60000, 28, 28), }" -> {60000, 28, 28}
-std::vector<std::int64_t> npy_shape(std::string text) {
-  text = text.substr(text.find('(') + 1, text.find(')') - text.find('(') - 1);
+// "(60000, 28, 28), }" -> {60000, 28, 28}; anything but a tuple of non-negative integers is
+// refused (strtoll would take "-5" and stop quietly at "2x").
+std::vector<std::int64_t> npy_shape(const std::string& value, const std::string& path) {
+  const auto open = value.find('(');
+  const auto close = value.find(')');
+  COHORT_CHECK(open != std::string::npos && close != std::string::npos && open < close, IoError,
+               path, ": .npy header's 'shape' is not a tuple");
+  const std::string text = value.substr(open + 1, close - open - 1);
   std::vector<std::int64_t> shape;
-  for (std::size_t at = 0; at < text.size();) {
-    char* end = nullptr;
-    const long long dim = std::strtoll(text.c_str() + at, &end, 10);
-    if (end == text.c_str() + at) break;
-    shape.push_back(dim);
-    at = text.find(',', static_cast<std::size_t>(end - text.c_str()));
+  std::size_t at = 0;
+  while (at < text.size()) {
+    at = text.find_first_not_of(" ", at);
     if (at == std::string::npos) break;
+    std::int64_t dim = 0;
+    const auto [end, error] = std::from_chars(text.data() + at, text.data() + text.size(), dim);
+    COHORT_CHECK(error == std::errc() && dim >= 0, IoError, path,
+                 ": .npy header's 'shape' has a dimension that is not an integer >= 0");
+    shape.push_back(dim);
+    at = static_cast<std::size_t>(end - text.data());
+    at = text.find_first_not_of(" L", at);  // Python 2 wrote 60000L
+    if (at == std::string::npos) break;
+    COHORT_CHECK(text[at] == ',', IoError, path, ": .npy header's 'shape' is malformed");
     ++at;
   }
+  COHORT_CHECK(shape.size() <= 32, IoError, path, ": .npy 'shape' has more than 32 dimensions");
   return shape;
+}
+
+std::string shape_text(const std::vector<std::int64_t>& dims) {
+  std::string text = "[";
+  for (std::size_t i = 0; i < dims.size(); ++i) text += (i ? ", " : "") + std::to_string(dims[i]);
+  return text + "]";
 }
 
 }  // namespace
 
 std::string read_maybe_gz(const std::string& path) {
+  struct stat st {};
+  COHORT_CHECK(::stat(path.c_str(), &st) == 0, IoError, path,
+               ": cannot open: ", std::strerror(errno));
+  COHORT_CHECK(S_ISREG(st.st_mode), IoError, path, ": not a regular file");
+  const std::uint64_t limit = inflate_limit(static_cast<std::uint64_t>(st.st_size));
   std::unique_ptr<gzFile_s, GzCloser> file(gzopen(path.c_str(), "rb"));
   COHORT_CHECK(file != nullptr, IoError, path, ": cannot open: ", std::strerror(errno));
   std::string bytes;
@@ -64,6 +90,9 @@ std::string read_maybe_gz(const std::string& path) {
       COHORT_THROW(IoError, path, ": cannot read (corrupt gzip?): ", message ? message : "?");
     }
     if (got == 0) break;
+    COHORT_CHECK(bytes.size() + static_cast<std::size_t>(got) <= limit, IoError, path,
+                 ": decompresses to more than ", limit, " bytes (", kMaxInflateRatio,
+                 " times its size; a gzip bomb?)");
     bytes.append(buffer.data(), static_cast<std::size_t>(got));
   }
   return bytes;
@@ -78,14 +107,13 @@ IdxArray parse_idx(const std::string& bytes, const std::string& path) {
   COHORT_CHECK(ndims >= 1 && bytes.size() >= 4 + 4u * ndims, IoError, path,
                ": IDX header truncated");
   IdxArray array;
-  std::int64_t numel = 1;
-  for (int d = 0; d < ndims; ++d) {
-    array.dims.push_back(big_endian32(bytes, 4 + 4u * d));
-    numel *= array.dims.back();
-  }
+  for (int d = 0; d < ndims; ++d) array.dims.push_back(big_endian32(bytes, 4 + 4u * d));
   const std::size_t offset = 4 + 4u * ndims;
-  COHORT_CHECK(bytes.size() - offset == static_cast<std::size_t>(numel), IoError, path,
-               ": IDX header promises ", numel, " bytes of data, file has ", bytes.size() - offset);
+  // Checked: dimensions whose product wraps must not match a small file by accident.
+  const auto numel = checked::product(array.dims);
+  COHORT_CHECK(numel && static_cast<std::uint64_t>(*numel) == bytes.size() - offset, IoError, path,
+               ": IDX header dimensions ", shape_text(array.dims), " do not match the ",
+               bytes.size() - offset, " bytes of data in the file");
   array.data = bytes.substr(offset);
   return array;
 }
@@ -159,13 +187,14 @@ NpyArray parse_npy(const std::string& bytes, const std::string& path) {
                ": Fortran-ordered arrays are not supported (save with np.ascontiguousarray)");
   NpyArray array;
   array.dtype = npy_dtype(type, path);
-  array.shape = npy_shape(value_of("shape"));
-  std::int64_t numel = 1;
-  for (auto dim : array.shape) numel *= dim;
-  const std::size_t data_bytes = static_cast<std::size_t>(numel) * dtype_size(array.dtype);
-  COHORT_CHECK(bytes.size() - offset - header_len == data_bytes, IoError, path, ": .npy shape ",
-               "promises ", data_bytes, " bytes of data, file has ",
-               bytes.size() - offset - header_len);
+  array.shape = npy_shape(value_of("shape"), path);
+  const auto numel = checked::product(array.shape);
+  const auto data_bytes =
+      numel ? checked::mul(*numel, static_cast<std::int64_t>(dtype_size(array.dtype))) : numel;
+  const std::size_t file_data = bytes.size() - offset - header_len;
+  COHORT_CHECK(data_bytes && static_cast<std::uint64_t>(*data_bytes) == file_data, IoError, path,
+               ": .npy shape ", shape_text(array.shape), " does not match the ", file_data,
+               " bytes of data in the file");
   array.data = bytes.substr(offset + header_len);
   return array;
 }
