@@ -3,10 +3,13 @@
 #include <slurm/slurm.h>
 
 #include <cctype>
+#include <cstdint>
 #include <cstdlib>
 #include <memory>
+#include <optional>
 
 #include "cohort/error.hpp"
+#include "common/checked_math.hpp"
 
 namespace cohort::env {
 namespace {
@@ -35,16 +38,67 @@ bool plausible_hostlist(const std::string& text) {
   return depth == 0 && !text.empty() && text.front() != ',' && text.back() != ',';
 }
 
+// How many hosts `text` names, counted from its bracket ranges without expanding them, so that
+// an expression naming too many is refused before libslurm expands or logs anything; nullopt
+// when a range is not plain digits (libslurm then decides). Each comma-separated item names the
+// product of its bracket groups' range sizes.
+std::optional<std::int64_t> count_hosts(const std::string& text) {
+  std::int64_t total = 0, item = 1, group = 0, low = -1;
+  std::int64_t number = -1;
+  bool in_bracket = false;
+  for (const char c : text + ",") {
+    if (std::isdigit(static_cast<unsigned char>(c))) {
+      const auto next = number < 0 ? std::optional<std::int64_t>(c - '0')
+                                   : checked::add(*checked::mul(number, 10), c - '0');
+      if (!next || *next > (std::int64_t{1} << 40)) return std::nullopt;
+      number = *next;
+      continue;
+    }
+    if (in_bracket && c == '-') {
+      low = number;
+    } else if (in_bracket && (c == ',' || c == ']')) {
+      if (number < 0) return std::nullopt;
+      const std::int64_t size = low < 0 ? 1 : number - low + 1;
+      if (size < 1) return std::nullopt;
+      group += size;
+      low = -1;
+      if (c == ']') {
+        in_bracket = false;
+        const auto product = checked::mul(item, group);
+        if (!product || *product > kMaxHostlistHosts) return product.value_or(INT64_MAX);
+        item = *product;
+      }
+    } else if (c == '[') {
+      in_bracket = true;
+      group = 0;
+    } else if (c == ',') {
+      total += item;  // item, total <= kMaxHostlistHosts each: no overflow
+      if (total > kMaxHostlistHosts) return total;
+      item = 1;
+    }
+    number = -1;
+  }
+  return total;
+}
+
 }  // namespace
 
 std::vector<std::string> expand_hostlist(const std::string& expression, const std::string& origin) {
   COHORT_CHECK(plausible_hostlist(expression), EnvironmentError, origin, "='", expression,
                "' is not a valid hostlist");
+  const auto named = count_hosts(expression);
+  COHORT_CHECK(!named || *named <= kMaxHostlistHosts, EnvironmentError, origin, "='", expression,
+               "' names more than the limit of ", kMaxHostlistHosts, " hosts");
   Hostlist list(slurm_hostlist_create(expression.c_str()));
   COHORT_CHECK(list != nullptr, EnvironmentError, origin, "='", expression,
                "' is not a valid hostlist (slurm_hostlist_create failed)");
+  // libslurm keeps ranges unexpanded: count first, so that "n[0-999999999]" (19 bytes) is
+  // refused before it becomes a billion strings.
+  const int count = slurm_hostlist_count(list.get());
+  COHORT_CHECK(count >= 1 && count <= kMaxHostlistHosts, EnvironmentError, origin, "='", expression,
+               "' names ", count, " hosts, more than the limit of ", kMaxHostlistHosts);
   std::vector<std::string> hosts;
-  hosts.reserve(static_cast<size_t>(slurm_hostlist_count(list.get())));
+  hosts.reserve(static_cast<size_t>(count));
   while (CString host{slurm_hostlist_shift(list.get())}) hosts.emplace_back(host.get());
   COHORT_CHECK(!hosts.empty(), EnvironmentError, origin, "='", expression, "' names no host");
   return hosts;
@@ -90,7 +144,9 @@ std::vector<int> expand_tasks_per_node(const std::string& value, const std::stri
       if (pos >= value.size() || value[pos] != ')') fail();
       ++pos;
     }
-    if (count < 1 || repeat < 1 || counts.size() + static_cast<size_t>(repeat) > 1000000) fail();
+    if (count < 1 || repeat < 1 ||
+        counts.size() + static_cast<size_t>(repeat) > static_cast<size_t>(kMaxHostlistHosts))
+      fail();
     counts.insert(counts.end(), static_cast<size_t>(repeat), static_cast<int>(count));
     if (pos == value.size()) break;
     if (value[pos] != ',') fail();

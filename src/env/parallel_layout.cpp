@@ -3,6 +3,7 @@
 #include <sstream>
 
 #include "cohort/error.hpp"
+#include "common/checked_math.hpp"
 
 namespace cohort::env {
 
@@ -11,7 +12,9 @@ ParallelLayout ParallelLayout::make(int world, int pipeline_stages, int tensor,
   COHORT_CHECK(pipeline_stages >= 1, ConfigError, "parallel.pipeline_stages must be >= 1, not ",
                pipeline_stages);
   COHORT_CHECK(tensor >= 1, ConfigError, "parallel.tensor must be >= 1, not ", tensor);
-  COHORT_CHECK(world >= 1 && world % (pipeline_stages * tensor) == 0, ConfigError,
+  // Checked: an int product that wraps would pass the divisibility test or divide by zero.
+  const auto model = checked::mul(pipeline_stages, tensor);
+  COHORT_CHECK(world >= 1 && model && *model <= world && world % *model == 0, ConfigError,
                "the world size ", world, " is not divisible by parallel.pipeline_stages (",
                pipeline_stages, ") x parallel.tensor (", tensor, ")");
   COHORT_CHECK(ranks_per_node <= 0 || ranks_per_node % tensor == 0, ConfigError,
@@ -20,7 +23,7 @@ ParallelLayout ParallelLayout::make(int world, int pipeline_stages, int tensor,
   ParallelLayout layout;
   layout.stages_ = pipeline_stages;
   layout.tensor_ = tensor;
-  layout.data_ = world / (pipeline_stages * tensor);
+  layout.data_ = world / static_cast<int>(*model);
   return layout;
 }
 

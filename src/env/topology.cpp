@@ -3,6 +3,7 @@
 #include "cohort/env/topology.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <numeric>
 
 #include "cohort/env/gpu_binding.hpp"
@@ -113,7 +114,11 @@ void read_step_tasks(const Environment& env, Topology& t, const char* list_var) 
                  "launcher variables disagree: ", tpn_var, "='", *tpn_text, "' lists ",
                  per_node.size(), " nodes but ", list_var, " has ", t.node_count);
     t.local_size = per_node[static_cast<size_t>(t.node_index)];
-    t.world_size = std::accumulate(per_node.begin(), per_node.end(), 0);
+    // Summed in 64 bits: per-node counts of up to 9 digits each would wrap an int.
+    const std::int64_t world = std::accumulate(per_node.begin(), per_node.end(), std::int64_t{0});
+    COHORT_CHECK(world <= kMaxRanks, EnvironmentError, tpn_var, "='", *tpn_text, "' sums to ",
+                 world, " tasks, more than ", kMaxRanks);
+    t.world_size = static_cast<int>(world);
     if (tasks) {
       must_agree(env, std::string(tpn_var) + " (summed)", t.world_size, tasks->first.c_str());
     }

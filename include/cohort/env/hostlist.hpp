@@ -7,8 +7,13 @@
 
 namespace cohort::env {
 
+// The most hosts (or tasks-per-node entries) one expression may expand to: far above any
+// machine's node count, far below what would exhaust a login node's memory (docs/exit-codes.md).
+inline constexpr int kMaxHostlistHosts = 1 << 20;
+
 // Expands a hostlist expression into host names, in Slurm's order. Throws EnvironmentError when
-// libslurm rejects the expression; `origin` (e.g. the variable name) is named in the message.
+// libslurm rejects the expression or it names more than kMaxHostlistHosts hosts; `origin` (e.g. the
+// variable name) is named in the message.
 std::vector<std::string> expand_hostlist(const std::string& expression,
                                          const std::string& origin = "hostlist");
 
