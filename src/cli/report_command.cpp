@@ -4,8 +4,10 @@
 #include <unistd.h>
 
 #include <boost/program_options.hpp>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -67,10 +69,18 @@ int run_report(const std::vector<std::string>& args, int*, char***) {
   const auto history = monitor::load_run(dir);
   const auto thresholds = run_thresholds(dir);
   {
-    std::ofstream out(output, std::ios::trunc);
-    COHORT_CHECK(out.is_open(), IoError, output, ": cannot open for writing");
-    out << monitor::render_report(history, thresholds);
-    COHORT_CHECK(out.good(), IoError, output, ": write failed");
+    // Rendered first, then written beside the target and renamed: a failure leaves the previous
+    // report whole, never a truncated one.
+    const std::string html = monitor::render_report(history, thresholds);
+    const std::string tmp = output + ".tmp-" + std::to_string(::getpid());
+    std::ofstream out(tmp, std::ios::trunc);
+    COHORT_CHECK(out.is_open(), IoError, tmp, ": cannot open for writing");
+    out << html;
+    out.close();
+    if (!out.good() || std::rename(tmp.c_str(), output.c_str()) != 0) {
+      std::remove(tmp.c_str());
+      COHORT_THROW(IoError, output, ": cannot write the report: ", std::strerror(errno));
+    }
   }
   const auto findings = monitor::rediagnose(history, thresholds);
   if (vm.count("json")) {
@@ -84,7 +94,7 @@ int run_report(const std::vector<std::string>& args, int*, char***) {
       j["findings"].push_back(
           {{"rule", f.rule}, {"step", f.step}, {"rank", f.rank}, {"message", f.message}});
     }
-    std::cout << j.dump(2) << "\n";
+    std::cout << j.dump(2, ' ', false, kJsonReplace) << "\n";
     return 0;
   }
   std::cout << "report: " << output << "\n";

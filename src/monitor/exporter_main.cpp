@@ -16,12 +16,15 @@
 #include <unistd.h>
 
 #include <CivetServer.h>
+#include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <iostream>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <stdexcept>
 #include <string>
 #include <thread>
 
@@ -43,22 +46,52 @@ class Latest : public prometheus::Collectable {
   std::vector<prometheus::MetricFamily> families_;
 };
 
+// Prometheus' own grammar for metric and label names: anything else (a newline, a space) would
+// add lines or fields to /metrics.
+bool valid_name(const std::string& name, bool colon) {
+  if (name.empty() || std::isdigit(static_cast<unsigned char>(name[0]))) return false;
+  return std::all_of(name.begin(), name.end(), [colon](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || (colon && c == ':');
+  });
+}
+
+// One host name or address: letters, digits, '.', '-', ':' and IPv6's brackets. civetweb reads
+// commas as more listeners and letters after the port as options, so nothing else passes.
+bool valid_bind(const std::string& bind) {
+  return !bind.empty() && bind.size() < 256 && std::all_of(bind.begin(), bind.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == ':' ||
+           c == '[' || c == ']';
+  });
+}
+
+std::string one_line(std::string text) {
+  for (auto& c : text) {
+    if (static_cast<unsigned char>(c) < 0x20) c = ' ';
+  }
+  return text;
+}
+
 std::vector<prometheus::MetricFamily> parse(const std::string& line) {
   std::vector<prometheus::MetricFamily> out;
   std::map<std::string, std::size_t> index;
   for (const auto& g : nlohmann::json::parse(line)) {
     const std::string name = g.at("n").get<std::string>();
+    if (!valid_name(name, true))
+      throw std::invalid_argument("metric name '" + one_line(name) + "'");
     auto it = index.find(name);
     if (it == index.end()) {
       prometheus::MetricFamily family;
       family.name = name;
-      family.help = g.at("h").get<std::string>();
+      family.help = one_line(g.at("h").get<std::string>());
       family.type = prometheus::MetricType::Gauge;
       it = index.emplace(name, out.size()).first;
       out.push_back(std::move(family));
     }
     prometheus::ClientMetric metric;
-    for (const auto& [k, v] : g.at("l").items()) metric.label.push_back({k, v.get<std::string>()});
+    for (const auto& [k, v] : g.at("l").items()) {
+      if (!valid_name(k, false)) throw std::invalid_argument("label name '" + one_line(k) + "'");
+      metric.label.push_back({k, v.get<std::string>()});  // values: escaped by prometheus-cpp
+    }
     metric.gauge.value = g.at("v").get<double>();
     out[it->second].metric.push_back(std::move(metric));
   }
@@ -76,6 +109,13 @@ int keep_message(const mg_connection*, const char* message) {
 int main(int argc, char** argv) {
   if (argc != 3) {
     std::cout << "error usage: cohort-exporter BIND PORT" << std::endl;
+    return 2;
+  }
+  const std::string port = argv[2];
+  if (!valid_bind(argv[1]) || port.empty() || port.size() > 5 ||
+      !std::all_of(port.begin(), port.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+    std::cout << "error '" << one_line(argv[1]) << ":" << one_line(port)
+              << "' is not one host and port to listen on" << std::endl;
     return 2;
   }
   const pid_t parent = getppid();
@@ -102,6 +142,8 @@ int main(int argc, char** argv) {
       latest->set(parse(line));
     } catch (const nlohmann::json::exception& e) {
       std::fprintf(stderr, "cohort-exporter: ignoring a malformed update: %s\n", e.what());
+    } catch (const std::invalid_argument& e) {
+      std::fprintf(stderr, "cohort-exporter: ignoring an update with an invalid %s\n", e.what());
     }
   }
   return 0;

@@ -164,6 +164,8 @@ std::vector<Finding> rediagnose(const RunHistory& h, const Thresholds& threshold
       out.push_back({"divergence", e.text, e.step, -1});
     }
   }
+  // Host names and event text come from the run's files; the findings go to terminals.
+  for (auto& f : out) f.message = printable(f.message);
   return out;
 }
 

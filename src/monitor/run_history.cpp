@@ -1,9 +1,11 @@
 #include "cohort/monitor/run_history.hpp"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
 #include "cohort/error.hpp"
+#include "common/json_limits.hpp"
 
 namespace cohort::monitor {
 namespace {
@@ -31,10 +33,44 @@ int RunHistory::ranks() const { return runs.empty() ? 0 : runs.back().value("ran
 
 std::vector<std::string> RunHistory::hosts() const {
   if (runs.empty() || !runs.back().contains("hosts")) return {};
-  return runs.back()["hosts"].get<std::vector<std::string>>();
+  return runs.back()["hosts"].get<std::vector<std::string>>();  // add() checked the type
 }
 
+namespace {
+
+// The fields read outside add() (and the step every record sorts by) have the right type and
+// range, so that a record written by hand or damaged is a bad line, not a crash later.
+void check_record(const nlohmann::json& r) {
+  COHORT_CHECK(r.is_object(), IoError, "not a JSON object");
+  const auto integer_at_least = [&](const char* key, std::int64_t low) {
+    if (!r.contains(key)) return;
+    COHORT_CHECK(r[key].is_number_integer() && r[key].get<std::int64_t>() >= low, IoError,
+                 "field '", key, "' is not an integer >= ", low);
+  };
+  integer_at_least("step", 0);
+  integer_at_least("total_steps", 0);
+  integer_at_least("restart", 0);
+  if (r.contains("ranks")) {
+    COHORT_CHECK(r["ranks"].is_number_integer() && r["ranks"].get<std::int64_t>() >= 1 &&
+                     r["ranks"].get<std::int64_t>() <= (1 << 24),
+                 IoError, "field 'ranks' is not a rank count");
+  }
+  for (const char* key : {"event", "job_id", "stop_reason", "message"}) {
+    COHORT_CHECK(!r.contains(key) || r[key].is_string(), IoError, "field '", key,
+                 "' is not a string");
+  }
+  if (r.contains("hosts")) {
+    const auto& hosts = r["hosts"];
+    COHORT_CHECK(hosts.is_array() && std::all_of(hosts.begin(), hosts.end(),
+                                                 [](const auto& h) { return h.is_string(); }),
+                 IoError, "field 'hosts' is not a list of names");
+  }
+}
+
+}  // namespace
+
 void RunHistory::add(const nlohmann::json& r) {
+  check_record(r);
   const std::string kind = r.value("event", "");
   const double t = r.value("t", 0.0);
   if (kind == "step") {
@@ -103,11 +139,17 @@ bool RunFollower::poll() {
   for (std::size_t nl; (nl = chunk.find('\n', start)) != std::string::npos; start = nl + 1) {
     const std::string line = chunk.substr(start, nl - start);
     if (line.empty()) continue;
+    if (!json_limits::within_depth(line)) {
+      ++history_.bad_lines;
+      continue;
+    }
     try {
       history_.add(nlohmann::json::parse(line));
       added = true;
     } catch (const nlohmann::json::exception&) {
       ++history_.bad_lines;  // not ours, or damaged: counted, shown, skipped
+    } catch (const IoError&) {
+      ++history_.bad_lines;  // well-formed JSON with a field out of range or of the wrong type
     }
   }
   offset_ += start;  // a torn last line waits for the next poll

@@ -179,6 +179,13 @@ Summary summary_from_json(const nlohmann::json& r) {
   s.slowest_rank = r.value("slowest_rank", 0);
   s.rank_busy = r.at("rank_busy_s").get<std::vector<double>>();
   s.rank_step = r.at("rank_step_s").get<std::vector<double>>();
+  // Indices into per-rank lists come from the file: a negative or too large one is refused here
+  // (the caller counts the line as bad), never used to index.
+  COHORT_CHECK(s.ranks >= 1 && s.ranks <= (1 << 24) && s.step >= 0 && s.first_step >= 0 &&
+                   s.window_steps >= 0 && s.slowest_rank >= 0 && s.slowest_rank < s.ranks &&
+                   s.rank_busy.size() <= static_cast<std::size_t>(s.ranks) &&
+                   s.rank_step.size() <= static_cast<std::size_t>(s.ranks),
+               IoError, "summary at step ", s.step, ": ranks, steps or slowest_rank out of range");
   const auto& fields = r.at("fields");
   for (int f = 0; f < kFields; ++f) {
     const auto it = fields.find(field_name(static_cast<Field>(f)));
@@ -189,6 +196,10 @@ Summary summary_from_json(const nlohmann::json& r) {
     st.max = it->at("max").get<double>();
     st.min_rank = it->at("min_rank").get<int>();
     st.max_rank = it->at("max_rank").get<int>();
+    COHORT_CHECK(
+        st.min_rank >= 0 && st.min_rank < s.ranks && st.max_rank >= 0 && st.max_rank < s.ranks,
+        IoError, "summary at step ", s.step, ": field '", it.key(), "' names a rank outside 0..",
+        s.ranks - 1);
   }
   return s;
 }

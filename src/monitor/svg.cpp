@@ -30,9 +30,11 @@ std::string label(double v) {
   return b;
 }
 
+constexpr int kMaxTicks = 24;  // tick_step() aims at five; more only from rounding
+
 // Round tick step for a range: 1, 2 or 5 times a power of ten, about five ticks.
 double tick_step(double span) {
-  if (span <= 0) return 1;
+  if (!(span > 0) || !std::isfinite(span)) return 1;
   const double raw = span / 5, power = std::pow(10, std::floor(std::log10(raw)));
   for (double m : {1.0, 2.0, 5.0, 10.0}) {
     if (m * power >= raw) return m * power;
@@ -47,8 +49,10 @@ struct Frame {
 };
 
 Frame frame_of(double x0, double x1, double y0, double y1) {
-  if (!(x1 > x0)) x1 = x0 + 1;
-  if (!(y1 > y0)) y1 = y0 + 1;
+  // A flat range gets a width the values can resolve (x0 + 1 == x0 at 1e17).
+  const auto widen = [](double lo) { return lo + std::max(1.0, std::abs(lo) * 1e-9); };
+  if (!(x1 > x0)) x1 = widen(x0);
+  if (!(y1 > y0)) y1 = widen(y0);
   const double step = tick_step(y1 - y0);
   return {x0, x1, std::floor(y0 / step) * step, std::ceil(y1 / step) * step};
 }
@@ -64,14 +68,21 @@ std::string axes(const Frame& f, const std::string& x_label, const std::string& 
                  bool x_ticks = true, bool y_ticks = true) {
   std::string s;
   const double ys = tick_step(f.y1 - f.y0);
-  for (double y = f.y0; y_ticks && y <= f.y1 + ys / 2; y += ys) {
+  // Ticks by index, never by accumulation: a step below one ULP of the values (a flat series
+  // at 1e17) would leave `y += ys` unchanged and loop for ever.
+  for (int i = 0; y_ticks && i < kMaxTicks; ++i) {
+    const double y = f.y0 + i * ys;
+    if (y > f.y1 + ys / 2 || (i > 0 && y <= f.y0 + (i - 1) * ys)) break;
     s += "<line class=\"g\" x1=\"" + num(kLeft) + "\" x2=\"" + num(kW - kRight) + "\" y1=\"" +
          num(f.py(y)) + "\" y2=\"" + num(f.py(y)) + "\"/><text class=\"yl\" x=\"" + num(kLeft - 6) +
          "\" y=\"" + num(f.py(y) + 4) + "\">" + label(y) + "</text>";
   }
   if (x_ticks) {
     const double xs = tick_step(f.x1 - f.x0);
-    for (double x = std::ceil(f.x0 / xs) * xs; x <= f.x1 + 1e-9; x += xs) {
+    const double first = std::ceil(f.x0 / xs) * xs;
+    for (int i = 0; i < kMaxTicks; ++i) {
+      const double x = first + i * xs;
+      if (x > f.x1 + 1e-9 || (i > 0 && x <= first + (i - 1) * xs)) break;
       s += "<text class=\"xl\" x=\"" + num(f.px(x)) + "\" y=\"" + num(kH - kBottom + 16) + "\">" +
            label(x) + "</text>";
     }

@@ -20,6 +20,7 @@ std::string duration(double s) {
 }
 
 std::string clip(std::string line, int width) {
+  line = printable(line);  // every line of the frame: file text never reaches the terminal raw
   if (width > 0 && static_cast<int>(line.size()) > width)
     line.resize(static_cast<std::size_t>(width));
   return line + "\n";
