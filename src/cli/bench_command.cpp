@@ -57,7 +57,7 @@ int bench_allreduce(const std::vector<std::string>& args, int* argc, char*** arg
                              {"busbw_gbs", r.busbw_gbs},
                              {"ratio_vs_raw", r.ratio}});
     }
-    std::cout << out.dump(2) << "\n";
+    std::cout << out.dump(2, ' ', false, kJsonReplace) << "\n";
     return 0;
   }
   std::printf("all-reduce, float32 sum, %d ranks (malloc tuning: %s)\n", session.size(),
@@ -111,7 +111,7 @@ int bench_ddp(const std::vector<std::string>& args, int* argc, char*** argv) {
                       {"floor_ratio", r.floor_ratio},
                       {"exposed_share", r.exposed_share},
                       {"hidden_fraction", r.hidden_fraction}}
-                     .dump(2)
+                     .dump(2, ' ', false, kJsonReplace)
               << "\n";
     return 0;
   }
@@ -178,7 +178,7 @@ int bench_io(const std::vector<std::string>& args) {
                              {"wait_ms", w.wait_ms},
                              {"wait_share", w.wait_share}});
     }
-    std::cout << out.dump(2) << "\n";
+    std::cout << out.dump(2, ' ', false, kJsonReplace) << "\n";
     return 0;
   }
   std::printf("data path vs raw read, %lld samples, %.1f MiB, batch %lld, median of %d rounds\n",
@@ -265,7 +265,7 @@ int bench_ckpt(const std::vector<std::string>& args, int* argc, char*** argv) {
                     {"raw_write_rounds_s", r.raw_write_rounds},
                     {"sync_save_rounds_s", r.sync_save_rounds},
                     {"async_stall_rounds_s", r.async_stall_rounds}}
-                   .dump(2)
+                   .dump(2, ' ', false, kJsonReplace)
             << "\n";
   return 0;
 }
@@ -306,7 +306,7 @@ int bench_monitor(const std::vector<std::string>& args, int* argc, char*** argv)
                       {"self_share", r.self_share},
                       {"on_rounds_ms", r.on_rounds_ms},
                       {"off_rounds_ms", r.off_rounds_ms}}
-                     .dump(2)
+                     .dump(2, ' ', false, kJsonReplace)
               << "\n";
     return 0;
   }

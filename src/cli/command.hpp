@@ -2,10 +2,15 @@
 // Boost.Program_options and calls the library; no logic lives in cli/.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 namespace cohort::cli {
+
+// For every dump() of --json output: text that is not UTF-8 (a path, an HDF5 attribute, a host
+// name) becomes U+FFFD instead of stopping the command with nlohmann's type_error.
+inline constexpr auto kJsonReplace = nlohmann::json::error_handler_t::replace;
 
 struct Command {
   const char* name;

@@ -118,7 +118,7 @@ int inspect(const std::vector<std::string>& args) {
                    {"batches_per_epoch", loader.batches_per_epoch()}};
   }
   if (vm.count("json")) {
-    std::cout << out.dump(2) << "\n";
+    std::cout << out.dump(2, ' ', false, kJsonReplace) << "\n";
   } else {
     std::cout << data::to_text(inspection);
     if (out.contains("plan")) {
@@ -167,7 +167,7 @@ int stage(const std::vector<std::string>& args) {
   if (parse(args, desc, positional, vm, "cohort data stage PATH --to DIR")) return 0;
   const auto result = data::stage(source, dest, self_exe());
   if (vm.count("json")) {
-    std::cout << data::to_json(result).dump(2) << "\n";
+    std::cout << data::to_json(result).dump(2, ' ', false, kJsonReplace) << "\n";
   } else {
     std::cerr << "staged " << result.files.size() << " file(s) by " << result.method << " to "
               << result.nodes.size() << " node(s), verified, in " << result.seconds << " s\n";

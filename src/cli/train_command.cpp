@@ -65,7 +65,7 @@ int run_train(const std::vector<std::string>& args, int* argc, char*** argv) {
                    {"samples", s.eval.samples}};
   }
   if (vm.count("json")) {
-    std::cout << out.dump(2) << "\n";
+    std::cout << out.dump(2, ' ', false, kJsonReplace) << "\n";
     return code;
   }
   std::printf(

@@ -8,6 +8,7 @@
 #include <boost/program_options/value_semantic.hpp>
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -144,6 +145,9 @@ std::string validate(const KeySpec& spec, const std::string& raw, const std::str
 }
 
 void read_file(const std::string& file, std::map<std::string, std::string>& values) {
+  std::error_code error;
+  COHORT_CHECK(std::filesystem::is_regular_file(file, error), ConfigError, file,
+               ": not a config file (missing, a directory, or not a regular file)");
   std::ifstream in(file);
   COHORT_CHECK(in.good(), ConfigError, file, ": cannot open the config file");
   const auto lines = key_lines(in);

@@ -5,12 +5,23 @@
 #include <cmath>
 
 #include "cohort/data/reader.hpp"
+#include "cohort/error.hpp"
 #include "train/parallelism.hpp"
 #include "train/step.hpp"
 
 namespace cohort::train {
 
 at::Tensor loss_of(const at::Tensor& logits, const at::Tensor& targets) {
+  // Class targets come from the dataset file: out of range, LibTorch would stop with an internal
+  // error and a backtrace. Two reductions over one batch of labels cost next to nothing.
+  if (!at::isFloatingType(targets.scalar_type()) && targets.numel() > 0) {
+    const std::int64_t classes = logits.size(-1);
+    const std::int64_t low = targets.min().item<std::int64_t>();
+    const std::int64_t high = targets.max().item<std::int64_t>();
+    COHORT_CHECK(low >= 0 && high < classes, IoError, "dataset: a class target is ",
+                 low < 0 ? low : high, ", outside the model's ", classes, " classes 0..",
+                 classes - 1, " (dataset '/targets' or model.classes)");
+  }
   if (logits.dim() == 3) {
     return torch::nn::functional::cross_entropy(logits.flatten(0, 1), targets.flatten());
   }

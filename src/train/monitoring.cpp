@@ -31,6 +31,12 @@ monitor::MonitorOptions monitor_options(const Config& c) {
   COHORT_CHECK(o.http_port >= -1 && o.http_port <= 65535, ConfigError,
                "monitor.http_port must be -1 (off), 0 (any) or a port number");
   o.http_bind = c.get_string("monitor.http_bind");
+  // One host or address: a comma would open more listeners in the exporter (civetweb's syntax).
+  COHORT_CHECK(!o.http_bind.empty() &&
+                   o.http_bind.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTU"
+                                                 "VWXYZ0123456789.-:[]") == std::string::npos,
+               ConfigError, "monitor.http_bind = '", o.http_bind,
+               "' is not one host name or address");
   o.console = monitor::parse_console_mode(c.get_string("monitor.console"));
   o.cost.peak_flops = c.get_float("monitor.peak_tflops") * 1e12;
   o.thresholds = diagnosis_thresholds(c);
