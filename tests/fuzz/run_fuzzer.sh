@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# run_fuzzer.sh FUZZER SEED_CORPUS WORKDIR SECONDS: runs one libFuzzer target for SECONDS from the
+# seed corpus (copied: the tree is never written), each input under 5 s and 2 GiB, and fails with
+# the crashing input's path when the fuzzer finds one. Prints libFuzzer's final statistics.
+set -euo pipefail
+fuzzer=$1 seeds=$2 work=$3 seconds=$4
+rm -rf "$work"
+mkdir -p "$work/corpus" "$work/artifacts"
+cp "$seeds"/* "$work/corpus/"
+export LSAN_OPTIONS="suppressions=$(dirname "$0")/lsan.supp:print_suppressions=0"
+export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
+set +e
+"$fuzzer" "$work/corpus" -max_total_time="$seconds" -timeout=5 -rss_limit_mb=2048 \
+  -max_len=65536 -print_final_stats=1 -print_funcs=0 -artifact_prefix="$work/artifacts/" 2>"$work/log"
+rc=$?
+set -e
+grep -E '^(stat::|#[0-9]+.*(DONE|cov))' "$work/log" | tail -8
+if [ "$rc" != 0 ] || [ -n "$(ls -A "$work/artifacts")" ]; then
+  tail -40 "$work/log"
+  echo "run_fuzzer: $(basename "$fuzzer") found a problem: $(ls "$work/artifacts")" >&2
+  exit 1
+fi
+echo "run_fuzzer: $(basename "$fuzzer"): no finding in $seconds s"
