@@ -61,7 +61,7 @@ std::vector<at::Tensor> read_all(CheckpointReader& reader, const std::vector<Nam
 
 std::optional<LoadedCheckpoint> load_latest(const std::string& dir, std::vector<NamedTensor>& into,
                                             comm::Communicator& comm, bool verify,
-                                            std::FILE* warnings) {
+                                            std::FILE* warnings, const CandidateCheck& check) {
   for (const auto& name : candidates(dir)) {
     const std::string path = dir + "/" + name;
     LoadedCheckpoint loaded;
@@ -75,6 +75,7 @@ std::optional<LoadedCheckpoint> load_latest(const std::string& dir, std::vector<
       if (loaded.manifest.world_size == comm.size()) {
         loaded.rank_state = reader.rank_state(comm.rank());
       }
+      if (check) check(loaded, buffers);
     } catch (const IoError& e) {
       reason = e.what();
     }

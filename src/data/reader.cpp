@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstring>
 #include <optional>
 
@@ -125,6 +126,16 @@ void BatchReader::Impl::read_sample_rows(const Shard& shard, ShardRead& read) {
             read.inputs.data_ptr(), "/inputs");
   read_rows(shard, shard.targets.get(), shard.target_rows, runs, info.target_dtype,
             read.targets.data_ptr(), "/targets");
+  if (info.classes > 0 && info.target_dtype == DType::kInt64) {
+    // Labels come from the file: out of range, the loss would stop with LibTorch's backtrace.
+    const auto* label = static_cast<const std::int64_t*>(read.targets.data_ptr());
+    const std::size_t n = read.rows.size() * (target_row / sizeof(std::int64_t));
+    for (std::size_t i = 0; i < n; ++i) {
+      COHORT_CHECK(label[i] >= 0 && label[i] < info.classes, IoError, shard.path,
+                   ": dataset '/targets': class target ", label[i], " is outside 0..",
+                   info.classes - 1, " (attribute 'classes')");
+    }
+  }
   stats.runs += static_cast<std::int64_t>(runs.size());
   stats.bytes += static_cast<std::int64_t>(read.rows.size() * (in_row + target_row));
 }
@@ -155,6 +166,14 @@ void BatchReader::Impl::read_token_rows(const Shard& shard, ShardRead& read) {
   } else {
     h5::read_runs(shard.inputs.get(), token_runs, DType::kInt64, wide, transfer(), combined(),
                   shard.path + ": dataset '/tokens'");
+  }
+  // Tokens index the model's embedding: one beyond the vocabulary (or a negative int32) would
+  // stop the forward with LibTorch's backtrace.
+  const std::int64_t vocab = info.vocab_size > 0 ? info.vocab_size : INT64_MAX;
+  for (std::int64_t t = 0; t < tokens; ++t) {
+    COHORT_CHECK(wide[t] >= 0 && wide[t] < vocab, IoError, shard.path,
+                 ": dataset '/tokens': token ", wide[t],
+                 " is outside the vocabulary (attribute 'vocab_size' = ", info.vocab_size, ")");
   }
   stats.runs += static_cast<std::int64_t>(token_runs.size());
   stats.bytes += tokens * static_cast<std::int64_t>(dtype_size(info.input_dtype));

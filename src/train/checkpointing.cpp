@@ -191,24 +191,34 @@ std::optional<ResumePoint> TrainCheckpoints::resume(std::int64_t batch_size, std
   auto wanted = tensors(/*create_optimizer_state=*/true);
   at::Tensor position = at::zeros({4}, at::kLong);
   wanted.push_back({"trainer.position", position});
-  const auto loaded =
-      ckpt::load_latest(dir_, wanted, *comm_, config_.get_bool("checkpoint.verify"), progress);
+  const std::int64_t global_batch = batch_size * (data_ > 0 ? data_ : comm_->size());
+  const std::size_t generator_bytes = generator_state().size();
+  // Values a checkpoint holds that no shape check covers: a candidate whose position or random
+  // state is not what this trainer writes is skipped like a corrupt one, on every rank together.
+  const auto plausible = [&](const ckpt::LoadedCheckpoint& c, const std::vector<at::Tensor>& v) {
+    const auto* p = v.back().data_ptr<std::int64_t>();
+    COHORT_CHECK(
+        p[0] == c.manifest.step && p[1] >= 0 && p[2] >= 0 && p[3] >= 1 && checked::mul(p[2], p[3]),
+        IoError, c.path, ": tensor 'trainer.position' [", p[0], ", ", p[1], ", ", p[2], ", ", p[3],
+        "] does not describe step ", c.manifest.step);
+    COHORT_CHECK(c.rank_state.empty() || c.rank_state.size() == generator_bytes, IoError, c.path,
+                 ": rank_state is ", c.rank_state.size(), " bytes, not a random generator state (",
+                 generator_bytes, " bytes)");
+  };
+  const auto loaded = ckpt::load_latest(dir_, wanted, *comm_, config_.get_bool("checkpoint.verify"),
+                                        progress, plausible);
   if (!loaded) {
     optimizer_.state().clear();  // a fresh start: the optimizer creates its own state
     return std::nullopt;
   }
   for (auto& [state, tensor] : adamw_steps_) state->step(tensor.item<std::int64_t>());
   const auto* p = position.data_ptr<std::int64_t>();
-  const auto consumed = checked::mul(p[2], p[3]);
-  COHORT_CHECK(p[0] == loaded->manifest.step && p[1] >= 0 && p[2] >= 0 && p[3] >= 1 && consumed,
-               IoError, loaded->path, ": tensor 'trainer.position' [", p[0], ", ", p[1], ", ", p[2],
-               ", ", p[3], "] does not describe step ", loaded->manifest.step);
   ResumePoint point{p[0], {p[1], p[2]}, loaded->path};
-  const std::int64_t global_batch = batch_size * (data_ > 0 ? data_ : comm_->size());
-  if (loaded->manifest.world_size == comm_->size() && p[3] == global_batch) {
+  if (loaded->manifest.world_size == comm_->size() && p[3] == global_batch &&
+      !loaded->rank_state.empty()) {
     set_generator_state(loaded->rank_state, loaded->path);
   } else {  // another world: the same global sample count within the epoch, in new batches
-    point.loader.batch = *consumed / global_batch;
+    point.loader.batch = p[2] * p[3] / global_batch;  // checked by `plausible`
   }
   last_saved_ = point.step;
   return point;

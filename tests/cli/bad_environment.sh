@@ -17,6 +17,12 @@ check "SLURM_PROCID='x'" $step SLURM_PROCID=x
 # shellcheck disable=SC2086
 check "PMIX_RANK=1" $step SLURM_PROCID=0 PMIX_RANK=1
 check "SLURM_STEP_NODELIST='n\[1-2'" SLURM_JOB_ID=9 SLURM_STEP_ID=0 'SLURM_STEP_NODELIST=n[1-2' SLURM_PROCID=0 SLURM_NODEID=0 SLURM_LOCALID=0 SLURM_NTASKS=1
+# Values that expand or overflow (issue: hostile input): refused before anything is allocated.
+check "names more than the limit" SLURM_JOB_ID=9 SLURM_STEP_ID=0 'SLURM_STEP_NODELIST=n[0-999999999]' SLURM_PROCID=0 SLURM_NODEID=0 SLURM_LOCALID=0 SLURM_NTASKS=1
+check "sums to 1999999998 tasks" SLURM_JOB_ID=9 SLURM_STEP_ID=0 'SLURM_STEP_NODELIST=n[1-2]' SLURM_STEP_TASKS_PER_NODE=999999999,999999999 SLURM_PROCID=0 SLURM_NODEID=0 SLURM_LOCALID=0
+err=$("$bin" env --parallel pipeline=65536,tensor=65536 --world 8 2>&1 >/dev/null); rc=$?
+[ "$rc" = 2 ] && echo "$err" | grep -q "not divisible" || { echo "FAIL: pipeline x tensor overflow -> exit $rc: $err"; exit 1; }
+echo "ok: pipeline x tensor = 2^32 -> $err"
 check "OMPI_COMM_WORLD_SIZE" OMPI_COMM_WORLD_RANK=0
 check "WORLD_SIZE" RANK=3
 # torchrun-style processes started apart meet at MASTER_ADDR:MASTER_PORT: without it, or when

@@ -28,6 +28,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -82,11 +83,17 @@ struct LoadedCheckpoint {
   std::string rank_state;  // this rank's, when the world size is unchanged; else empty
 };
 
+// What a caller checks of a candidate before it is taken: the candidate, and the values read for
+// `into`, in its order. Throws IoError to reject it (the loader then tries the next one).
+using CandidateCheck =
+    std::function<void(const LoadedCheckpoint&, const std::vector<at::Tensor>& values)>;
+
 // Collective. Fills every tensor of `into` (same names, dtypes, shapes) from the newest valid
-// checkpoint in `dir`; nullopt when there is none. Warnings go to `warnings` (rank 0 only).
+// checkpoint in `dir` that also passes `check` on every rank; nullopt when there is none.
+// Warnings go to `warnings` (rank 0 only).
 std::optional<LoadedCheckpoint> load_latest(const std::string& dir, std::vector<NamedTensor>& into,
                                             comm::Communicator& comm, bool verify,
-                                            std::FILE* warnings);
+                                            std::FILE* warnings, const CandidateCheck& check = {});
 
 // Removes the leftovers of interrupted saves (is_partial_save_name) from <dir>, nothing else.
 // Rank 0 calls it at start-up.

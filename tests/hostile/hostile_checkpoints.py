@@ -1,0 +1,216 @@
+#!/usr/bin/python3
+"""Hostile and broken checkpoint directories against the real `cohort` (issue: hostile input).
+
+A real run writes real checkpoints; each case then damages a copy the way an attacker or a
+careless user would (h5py, JSON, FIFOs, folders of their own) and checks the contract of
+docs/exit-codes.md: the documented exit code, one `cohort: error:` line naming the file and the
+field, bounded time and peak memory (/usr/bin/time), nothing written or deleted outside what Cohort
+created, and resume falling back to the previous valid checkpoint with a warning.
+usage: hostile_checkpoints.py COHORT WORKDIR"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import h5py
+import numpy as np
+
+cohort, work = sys.argv[1:3]
+shutil.rmtree(work, ignore_errors=True)
+os.makedirs(work)
+os.chdir(work)
+failures = []
+MAX_RSS_MB = 700  # LibTorch alone maps ~170 MB; a claimed 2^40-element tensor would be terabytes
+
+
+def run(case, args, code, needles=(), timeout=60, lines=1):
+    """Runs cohort ARGS under /usr/bin/time; checks exit code, stderr lines, needles, peak RSS."""
+    cmd = ["/usr/bin/time", "-f", "%M", "-o", "rss.txt", cohort] + args
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        failures.append(f"{case}: no answer within {timeout} s (a hang)")
+        print(f"FAIL {case}: hang")
+        return None
+    rss_mb = int(open("rss.txt").read().split()[-1]) / 1024
+    errors = [l for l in proc.stderr.splitlines() if l.startswith("cohort: error:")]
+    problems = []
+    if proc.returncode != code:
+        problems.append(f"exit {proc.returncode}, expected {code}")
+    if lines is not None and code != 0 and len(errors) != lines:
+        problems.append(f"{len(errors)} error lines, expected {lines}: {proc.stderr[-400:]}")
+    problems += [f"output lacks '{n}'" for n in needles if n not in proc.stderr + proc.stdout]
+    if rss_mb > MAX_RSS_MB:
+        problems.append(f"peak RSS {rss_mb:.0f} MB > {MAX_RSS_MB} MB")
+    last = (errors or proc.stderr.strip().splitlines() or [""])[-1]
+    print(f"{'ok  ' if not problems else 'FAIL'} {case}: exit {proc.returncode}, "
+          f"{rss_mb:.0f} MB: {last}")
+    if problems:
+        failures.append(f"{case}: {'; '.join(problems)}")
+    return proc
+
+
+def train(run_dir, *sets, code=0, needles=()):
+    args = ["train", "--set", "data.path=set.h5", "--set", "data.batch_size=32",
+            "--set", "model.hidden=16", "--set", "train.epochs=2", "--set", "train.log_every=0",
+            "--set", "checkpoint.every_steps=8", "--set", "checkpoint.keep_last=0",
+            "--set", f"train.run_dir={run_dir}"]
+    for s in sets:
+        args += ["--set", s]
+    return run(f"train {run_dir} {' '.join(sets)}", args, code, needles, timeout=120)
+
+
+subprocess.run([cohort, "data", "make-synthetic", "--kind", "classification", "--samples", "512",
+                "--features", "16", "--classes", "4", "--seed", "1", "--out", "set.h5"],
+               check=True, capture_output=True)
+train("good")
+GOOD = "good/checkpoints"
+NEWEST, PREVIOUS = "step-00000032", "step-00000024"
+
+
+def copy_run(name):
+    shutil.rmtree(name, ignore_errors=True)
+    shutil.copytree("good", name)
+    return f"{name}/checkpoints"
+
+
+def manifest_of(ckpt_dir, step=NEWEST):
+    with open(f"{ckpt_dir}/{step}/manifest.json") as f:
+        return json.load(f)
+
+
+def write_manifest(ckpt_dir, m, step=NEWEST):
+    with open(f"{ckpt_dir}/{step}/manifest.json", "w") as f:
+        json.dump(m, f)
+
+
+def tensor(m, name):
+    return next(t for t in m["tensors"] if t["name"] == name)
+
+
+def hostile_everywhere(name, make, needles, resume=True):
+    """make(ckpt_dir) damages the newest checkpoint of a copy of the good run; every reader is
+    then refused in one line (exit 3), and a resume falls back to the previous checkpoint."""
+    d = copy_run(name)
+    make(d)
+    step_dir = f"{d}/{NEWEST}"
+    run(f"{name}: ckpt export", ["ckpt", "export", step_dir, "-o", f"{name}.pt"], 3, needles)
+    if os.path.exists(f"{name}.pt") or any(".tmp-" in f for f in os.listdir(".")):
+        failures.append(f"{name}: a failed export left a file behind")
+    run(f"{name}: ckpt verify", ["ckpt", "verify", step_dir], 3, needles)
+    if resume:
+        train(name, needles=(f"skipping checkpoint {step_dir}", f"resumed from {d}/{PREVIOUS}"))
+
+
+# 1. Size arithmetic that wraps: slice counts summing past 2^64 back to numel, the first slice
+#    longer than the tensor (a heap overflow with bytes from the file before).
+def wrapping_slices(d):
+    m = manifest_of(d)
+    t = tensor(m, "model.fc0.bias")  # 16 elements
+    big = 2 ** 62
+    t["shape"] = [16]
+    t["slices"] = [dict(t["slices"][0], offset=0, count=256)] + [
+        dict(t["slices"][0], offset=256 + i * big, count=big) for i in range(3)] + [
+        dict(t["slices"][0], offset=256 + 3 * big, count=big - 240)]  # 2^64 + 16 in all
+    write_manifest(d, m)
+
+
+hostile_everywhere("wrapping-slices", wrapping_slices, ["manifest.json", "model.fc0.bias"])
+
+
+def shard_index_2p32(d):
+    m = manifest_of(d)
+    tensor(m, "model.out.bias")["slices"][0]["shard"] = 2 ** 32
+    write_manifest(d, m)
+
+
+hostile_everywhere("shard-index-2^32", shard_index_2p32, ["manifest.json", "'shard'"])
+
+
+# 2. Sizes trusted before they are checked: a shape of 2^40 elements in a 22 KB shard.
+def huge_claim(d):
+    m = manifest_of(d)
+    t = tensor(m, "model.out.bias")
+    t["shape"] = [2 ** 40]
+    t["slices"] = [dict(t["slices"][0], offset=0, count=2 ** 40)]
+    write_manifest(d, m)
+
+
+hostile_everywhere("claims-2^40-elements", huge_claim, ["shard-00000-of-00001.h5", "cannot hold"],
+                   resume=False)  # a shape that differs from the model's is refused by name
+
+
+# A slice stored with inner dimensions: read, it would fill count x 1000 elements.
+def inner_dims(d):
+    path = f"{d}/{NEWEST}/shard-00000-of-00001.h5"
+    with h5py.File(path, "a") as f:
+        attrs = dict(f["slices/model.fc0.bias"].attrs)
+        del f["slices/model.fc0.bias"]
+        f["slices/model.fc0.bias"] = np.ones((16, 1000), np.float32)
+        for k, v in attrs.items():
+            f["slices/model.fc0.bias"].attrs[k] = v
+
+
+hostile_everywhere("slice-with-inner-dims", inner_dims, ["model.fc0.bias", "outside"])
+
+
+# Garbage rank_state (the random generator's bytes): refused, the previous checkpoint taken.
+def garbage_rank_state(d):
+    with h5py.File(f"{d}/{NEWEST}/shard-00000-of-00001.h5", "a") as f:
+        del f["rank_state"]
+        f["rank_state"] = np.frombuffer(b"not a generator state", np.uint8)
+
+
+d = copy_run("garbage-rank-state")
+garbage_rank_state(d)
+train("garbage-rank-state", needles=("rank_state", f"resumed from {d}/{PREVIOUS}"))
+
+
+# 4. Non-regular files: a FIFO as manifest.json or latest never hangs a tool or the resume.
+def fifo_manifest(d):
+    os.remove(f"{d}/{NEWEST}/manifest.json")
+    os.mkfifo(f"{d}/{NEWEST}/manifest.json")
+
+
+hostile_everywhere("fifo-manifest", fifo_manifest, ["manifest.json", "not a regular file"])
+d = copy_run("fifo-latest")
+os.remove(f"{d}/latest")
+os.mkfifo(f"{d}/latest")
+run("fifo-latest: ckpt list", ["ckpt", "list", d], 0, lines=None)
+run("fifo-latest: ckpt export", ["ckpt", "export", d, "-o", "fifo.pt"], 3,
+    ["latest", "not a regular file"])
+train("fifo-latest", needles=(f"resumed from {d}/{NEWEST}",))
+
+# 3. Names parsed loosely: retention deletes only what Cohort wrote.
+d = copy_run("retention")
+mine = [f"{d}/step-00000001-my-backup", f"{d}/step-old", f"{d}/step-00000002.tmp-mine",
+        f"{d}/step-1", f"{d}/latest.tmp-backup"]
+for path in mine:
+    os.makedirs(path)
+    with open(f"{path}/precious.txt", "w") as f:
+        f.write("user data\n")
+shutil.rmtree(f"{d}/{NEWEST}")  # so that the run trains again, saves and applies retention
+os.remove(f"{d}/latest")
+train("retention", "checkpoint.keep_last=1")
+for path in mine:
+    if not os.path.exists(f"{path}/precious.txt"):
+        failures.append(f"retention deleted {path}, which Cohort did not write")
+kept = sorted(n for n in os.listdir(d) if n.startswith("step-0") and len(n) == 13)
+if kept != [NEWEST]:
+    failures.append(f"retention (keep_last=1) kept {kept}, expected [{NEWEST}]")
+print(f"{'ok  ' if kept == [NEWEST] else 'FAIL'} retention: kept {kept}; user folders intact")
+
+# An interrupted save's exact leftover is cleaned; a look-alike of the user's is not.
+d = copy_run("partial")
+os.makedirs(f"{d}/step-00000040.tmp-1234-0")
+os.makedirs(f"{d}/step-00000040.tmp-users-copy")
+train("partial", needles=("removed 1 leftover",))
+if os.path.exists(f"{d}/step-00000040.tmp-1234-0") or \
+        not os.path.exists(f"{d}/step-00000040.tmp-users-copy"):
+    failures.append("clean_partial removed the wrong directories")
+
+if failures:
+    print("FAILED:\n  " + "\n  ".join(failures))
+    sys.exit(1)
+print("all hostile checkpoint cases hold the contract")

@@ -1,0 +1,202 @@
+#!/usr/bin/python3
+"""Hostile and broken datasets, importer inputs, configs and metrics files against the real
+`cohort` (issue: hostile input): the documented exit code, one `cohort: error:` line naming the
+file and the field, bounded time and peak memory, nothing half-written, no escape sequence on the
+terminal. usage: hostile_data.py COHORT WORKDIR"""
+import gzip
+import json
+import os
+import shutil
+import struct
+import subprocess
+import sys
+
+import h5py
+import numpy as np
+
+cohort, work = sys.argv[1:3]
+shutil.rmtree(work, ignore_errors=True)
+os.makedirs(work)
+os.chdir(work)
+failures = []
+MAX_RSS_MB = 700
+
+
+def run(case, args, code, needles=(), timeout=60, lines=1, env=None):
+    cmd = ["/usr/bin/time", "-f", "%M", "-o", "rss.txt", cohort] + args
+    try:
+        proc = subprocess.run(cmd, capture_output=True, timeout=timeout, env=env)
+    except subprocess.TimeoutExpired:
+        failures.append(f"{case}: no answer within {timeout} s (a hang)")
+        print(f"FAIL {case}: hang")
+        return None
+    out, err = proc.stdout.decode(errors="replace"), proc.stderr.decode(errors="replace")
+    rss_mb = int(open("rss.txt").read().split()[-1]) / 1024
+    errors = [l for l in err.splitlines() if l.startswith("cohort: error:")]
+    problems = []
+    if proc.returncode != code:
+        problems.append(f"exit {proc.returncode}, expected {code}")
+    if code != 0 and lines is not None and len(errors) != lines:
+        problems.append(f"{len(errors)} error lines, expected {lines}: {err[-300:]}")
+    problems += [f"output lacks '{n}'" for n in needles if n not in out + err]
+    if rss_mb > MAX_RSS_MB:
+        problems.append(f"peak RSS {rss_mb:.0f} MB > {MAX_RSS_MB} MB")
+    if b"\x1b" in proc.stdout + proc.stderr or b"\xc2\x9b" in proc.stdout + proc.stderr:
+        problems.append("an escape sequence reached the terminal")
+    last = (errors or err.strip().splitlines() or [""])[-1]
+    print(f"{'ok  ' if not problems else 'FAIL'} {case}: exit {proc.returncode}, "
+          f"{rss_mb:.0f} MB: {last[:220]}")
+    if problems:
+        failures.append(f"{case}: {'; '.join(problems)}")
+    return proc
+
+
+def inspect(case, path, *needles):
+    run(case, ["data", "inspect", path], 3, (path,) + needles)
+
+
+def good(name, n=64, features=4):
+    with h5py.File(name, "w") as f:
+        f["inputs"] = np.ones((n, features), np.float32)
+        f["targets"] = np.arange(n, dtype=np.int64) % 4
+        f.attrs["classes"] = 4
+    return name
+
+
+# 4. HDF5 indirection: links to other files or names, external raw data, virtual datasets.
+good("other.h5")
+with h5py.File("external_link.h5", "w") as f:
+    f["inputs"] = h5py.ExternalLink("other.h5", "/inputs")
+    f["targets"] = np.zeros(64, np.int64)
+inspect("external link", "external_link.h5", "'/inputs'", "external link")
+with h5py.File("soft_link.h5", "w") as f:
+    f["data/x"] = np.ones((64, 4), np.float32)
+    f["inputs"] = h5py.SoftLink("/data/x")
+    f["targets"] = np.zeros(64, np.int64)
+inspect("soft link", "soft_link.h5", "'/inputs'", "soft or external link")
+with open("secret.bin", "wb") as f:
+    f.write(os.urandom(64 * 16))
+with h5py.File("external_storage.h5", "w") as f:
+    f.create_dataset("inputs", shape=(64, 4), dtype=np.float32,
+                     external=[(os.path.abspath("secret.bin"), 0, 64 * 16)])
+    f["targets"] = np.zeros(64, np.int64)
+inspect("external storage", "external_storage.h5", "external raw-data storage")
+layout = h5py.VirtualLayout(shape=(64, 4), dtype=np.float32)
+layout[:] = h5py.VirtualSource("other.h5", "inputs", shape=(64, 4))
+with h5py.File("virtual.h5", "w") as f:
+    f.create_virtual_dataset("inputs", layout)
+    f["targets"] = np.zeros(64, np.int64)
+inspect("virtual dataset", "virtual.h5", "virtual datasets")
+
+# 2. Sizes trusted before checked: 2^28 samples claimed by a few kilobytes of file.
+with h5py.File("claims.h5", "w") as f:
+    f.create_dataset("inputs", shape=(2 ** 28, 4), dtype=np.float32, chunks=(4096, 4))
+    f.create_dataset("targets", shape=(2 ** 28,), dtype=np.int64, chunks=(4096,))
+    f["inputs"][:8] = 1
+inspect("2^28 samples in a small file", "claims.h5", "chunks are written")
+run("train on a claimed dataset", ["train", "--set", "data.path=claims.h5",
+                                   "--set", "train.run_dir=claims-run"], 3, ["claims.h5"])
+with h5py.File("contiguous.h5", "w") as f:
+    f.create_dataset("inputs", shape=(2 ** 24, 4), dtype=np.float32)
+    f.create_dataset("targets", shape=(2 ** 24,), dtype=np.int64)
+inspect("unwritten contiguous dataset", "contiguous.h5", "never written")
+
+# 5. Values that used to end as internal errors.
+with h5py.File("zero_size.h5", "w") as f:
+    f["inputs"] = np.zeros((64, 0), np.float32)
+    f["targets"] = np.zeros(64, np.int64)
+inspect("zero-size samples", "zero_size.h5", "hold no element")
+for attr in ("mean", "std"):
+    good(f"nan_{attr}.h5")
+    with h5py.File(f"nan_{attr}.h5", "a") as f:
+        f.attrs[attr] = [float("nan")]
+    inspect(f"non-finite {attr}", f"nan_{attr}.h5", f"attribute '{attr}'")
+with h5py.File("labels.h5", "w") as f:
+    f["inputs"] = np.ones((64, 4), np.float32)
+    f["targets"] = np.full(64, 12, np.int64)
+    f.attrs["classes"] = 4  # the model gets 4 outputs; the labels say 12
+run("class targets out of range", ["train", "--set", "data.path=labels.h5",
+                                   "--set", "train.run_dir=labels-run", "--set", "train.epochs=1"],
+    3, ["labels.h5", "class target 12"])
+os.makedirs("config_dir.ini", exist_ok=True)
+run("config path is a directory", ["config", "check", "config_dir.ini"], 2,
+    ["config_dir.ini", "not a config file"])
+
+# 1. Importers: dimensions whose product wraps, malformed shapes, a gzip bomb.
+os.makedirs("idx", exist_ok=True)
+def idx(dims, data=b""):
+    return b"\x00\x00\x08" + bytes([len(dims)]) + b"".join(struct.pack(">I", d) for d in dims) + data
+with gzip.open("idx/train-images-idx3-ubyte.gz", "wb") as f:
+    f.write(idx([65536, 65536, 65536, 65536][:3] + [65536]))  # 2^64 elements, 0 bytes
+with gzip.open("idx/train-labels-idx1-ubyte.gz", "wb") as f:
+    f.write(idx([0]))
+run("IDX dims wrapping to 0", ["data", "import", "fashion-mnist", "--input", "idx",
+                               "--split", "train", "--out", "idx.h5"], 3,
+    ["train-images-idx3-ubyte.gz", "do not match"])
+def npy(shape_text, data=b""):
+    h = "{'descr': '<f4', 'fortran_order': False, 'shape': %s, }" % shape_text
+    h += " " * ((64 - (len(h) + 11) % 64) % 64) + "\n"
+    return b"\x93NUMPY\x01\x00" + struct.pack("<H", len(h)) + h.encode() + data
+open("x.npy", "wb").write(npy("(4611686018427387904, 4)"))
+np.save("y.npy", np.zeros(4, np.int64))
+run("npy shape wrapping", ["data", "import", "npy", "x.npy", "y.npy", "--out", "npy.h5"], 3,
+    ["x.npy", "does not match"])
+open("neg.npy", "wb").write(npy("(-2, 2)", b"\0" * 16))
+run("npy negative dimension", ["data", "import", "npy", "neg.npy", "y.npy", "--out", "npy.h5"],
+    3, ["neg.npy", "'shape'"])
+with gzip.open("bomb.npy.gz", "wb", compresslevel=9) as f:
+    chunk = b"\0" * (1 << 20)
+    for _ in range(400):
+        f.write(chunk)
+print(f"     bomb.npy.gz: {os.path.getsize('bomb.npy.gz')} bytes for 400 MiB")
+run("gzip bomb", ["data", "import", "npy", "bomb.npy.gz", "y.npy", "--out", "npy.h5"], 3,
+    ["bomb.npy.gz", "decompresses to more than"])
+for out in ("idx.h5", "npy.h5"):
+    if os.path.exists(out) or any(n.startswith(out + ".tmp") for n in os.listdir(".")):
+        failures.append(f"a failed import left {out} behind")
+
+# 5, 7. metrics.jsonl: out-of-range ranks, wrong types, a flat series at 1e17, escapes.
+def metrics_run(name, records):
+    os.makedirs(name, exist_ok=True)
+    with open(f"{name}/metrics.jsonl", "w") as f:
+        for r in records:
+            f.write((r if isinstance(r, str) else json.dumps(r)) + "\n")
+    return name
+
+
+run_rec = {"event": "run", "t": 0, "ranks": 2, "total_steps": 10, "hosts": ["h1", "h2"]}
+def step(s, loss=1.0):
+    return {"event": "step", "t": s, "step": s, "loss": loss, "lr": 0.1, "step_s": 0.01}
+fields = {n: {"mean": 0.01, "min": 0.01, "max": 0.02, "min_rank": 0, "max_rank": 1}
+          for n in ("step", "busy")}
+summary = {"event": "summary", "first_step": 1, "step": 5, "window_steps": 5, "ranks": 2,
+           "samples_per_s": 100.0, "loss": 1.0, "rank_busy_s": [0.01, 0.02],
+           "rank_step_s": [0.01, 0.02], "slowest_rank": -5, "fields": fields}
+d = metrics_run("negative_rank", [run_rec] + [step(s) for s in range(1, 6)] + [summary])
+run("report: slowest_rank -5", ["report", d], 0)
+run("top: slowest_rank -5", ["top", d, "--once"], 0)
+d = metrics_run("wrong_types", [dict(run_rec, hosts=[1, 2], job_id=7, ranks="two"), step(1),
+                                dict(step(2), loss="low")])
+run("report: wrongly typed fields", ["report", d], 0)
+run("top: wrongly typed fields", ["top", d, "--once"], 0)
+d = metrics_run("flat_1e17", [run_rec] + [step(s, 1e17) for s in range(1, 50)])
+run("report: a flat series at 1e17", ["report", d], 0, timeout=30)
+d = metrics_run("escapes", [dict(run_rec, hosts=["\x1b]0;owned\x07h1", "h2"]), step(1),
+                            {"event": "note", "t": 1, "step": 1,
+                             "message": "\x1b[31mred\u009b2J"}])
+run("top: escape sequences", ["top", d, "--once"], 0)
+run("report: escape sequences", ["report", d], 0)
+# report.html is replaced whole or not at all.
+with open("escapes/report.html", "w") as f:
+    f.write("previous report\n")
+os.chmod("escapes", 0o555)
+if os.geteuid() != 0:  # root writes anyway: the check needs an unwritable directory
+    run("report into a read-only run", ["report", "escapes"], 3, ["report"])
+    if open("escapes/report.html").read() != "previous report\n":
+        failures.append("a failed report damaged the previous report.html")
+os.chmod("escapes", 0o755)
+
+if failures:
+    print("FAILED:\n  " + "\n  ".join(failures))
+    sys.exit(1)
+print("all hostile data, config and metrics cases hold the contract")
