@@ -6,6 +6,7 @@
 #include <boost/program_options/options_description.hpp>
 #include <boost/program_options/parsers.hpp>
 #include <boost/program_options/value_semantic.hpp>
+#include <cerrno>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -98,8 +99,27 @@ bool parse_bool(const std::string& text, bool& out) {
 
 bool is_int(const std::string& text) {
   char* end = nullptr;
+  errno = 0;
   std::strtoll(text.c_str(), &end, 10);
-  return !text.empty() && *end == '\0';
+  return !text.empty() && *end == '\0' && errno != ERANGE;  // no silent clamp to 2^63-1
+}
+
+// "1..4096", "0..", "..1": a key's range as the reference and the errors show it.
+std::string range_text(const KeySpec& spec) {
+  const auto bound = [](double v) {
+    if (v == std::floor(v) && std::abs(v) < 1e15) return std::to_string(static_cast<long long>(v));
+    std::ostringstream out;
+    out << v;
+    return out.str();
+  };
+  return (spec.min > -kNoLimit ? bound(spec.min) : "") + ".." +
+         (spec.max < kNoLimit ? bound(spec.max) : "");
+}
+
+void check_range(const KeySpec& spec, double value, const std::string& text,
+                 const std::string& where) {
+  COHORT_CHECK(value >= spec.min && value <= spec.max, ConfigError, where, ": ", text,
+               " is outside ", range_text(spec));
 }
 
 // Checks text against the key's type and returns it in canonical form; throws ConfigError
@@ -109,12 +129,14 @@ std::string validate(const KeySpec& spec, const std::string& raw, const std::str
   switch (spec.type) {
     case KeyType::kInt:
       COHORT_CHECK(is_int(text), ConfigError, where, ": '", text, "' is not an integer");
+      check_range(spec, static_cast<double>(std::stoll(text)), text, where);
       return text;
     case KeyType::kFloat: {
       char* end = nullptr;
       const double value = std::strtod(text.c_str(), &end);
       COHORT_CHECK(!text.empty() && *end == '\0' && std::isfinite(value), ConfigError, where, ": '",
                    text, "' is not a number");
+      check_range(spec, value, text, where);
       return text;
     }
     case KeyType::kBool: {
@@ -135,6 +157,7 @@ std::string validate(const KeySpec& spec, const std::string& raw, const std::str
       for (std::string item; std::getline(items, item, ',');) {
         COHORT_CHECK(is_int(trim(item)), ConfigError, where, ": '", text,
                      "' is not a comma-separated list of integers");
+        check_range(spec, static_cast<double>(std::stoll(trim(item))), trim(item), where);
       }
       return text;
     }
@@ -280,6 +303,7 @@ std::string reference_markdown() {
         }
         type = "one of: " + type;
       }
+      if (spec.min > -kNoLimit || spec.max < kNoLimit) type += ", " + range_text(spec);
       const std::string value = *spec.default_value ? std::string("`") + spec.default_value + "`"
                                                     : std::string("(empty)");
       out << "| `" << spec.key << "` | " << type << " | " << value << " | " << spec.help << " |\n";

@@ -38,11 +38,15 @@
 namespace cohort::train {
 
 int threads_per_rank(std::int64_t configured, int local_ranks) {
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  // More threads than the node has cores only spin against each other (a run with 4096 stalled).
+  COHORT_CHECK(configured <= cores, ConfigError, "train.threads = ", configured,
+               " is more than the ", cores, " cores of this node");
   if (configured > 0) return static_cast<int>(configured);
   if (const char* cpus = std::getenv("SLURM_CPUS_PER_TASK")) {
-    if (std::atoi(cpus) > 0) return std::atoi(cpus);
+    const int n = std::atoi(cpus);
+    if (n > 0) return std::min(n, cores);
   }
-  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   return std::max(1, cores / std::max(1, local_ranks));
 }
 

@@ -122,6 +122,19 @@ os.makedirs("config_dir.ini", exist_ok=True)
 run("config path is a directory", ["config", "check", "config_dir.ini"], 2,
     ["config_dir.ini", "not a config file"])
 
+for key, value, needle in [("model.dropout", "2", "outside 0..1"),
+                           ("train.epochs", "-16", "outside 1.."),
+                           ("optim.momentum", "-0.5", "outside 0..1"),
+                           ("model.hidden", "0,16", "0 is outside 1.."),
+                           ("model.width", "0", "outside 1.."),
+                           ("train.seed", "99999999999999999999", "not an integer")]:
+    run(f"config {key}={value}", ["config", "check", "--set", f"{key}={value}"], 2,
+        [key, needle])
+good("plain.h5")
+run("train.threads beyond the cores", ["train", "--set", "data.path=plain.h5", "--set",
+                                       f"train.threads={os.cpu_count() + 1}", "--set",
+                                       "train.run_dir=threads-run"], 2, ["train.threads", "cores"])
+
 # 1. Importers: dimensions whose product wraps, malformed shapes, a gzip bomb.
 os.makedirs("idx", exist_ok=True)
 def idx(dims, data=b""):

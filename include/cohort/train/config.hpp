@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <string>
 #include <vector>
@@ -17,6 +18,9 @@ namespace cohort::train {
 
 enum class KeyType { kInt, kFloat, kBool, kString, kChoice, kIntList };
 
+// No bound on that side of a key's range.
+inline constexpr double kNoLimit = std::numeric_limits<double>::infinity();
+
 struct KeySpec {
   const char* section;
   const char* key;
@@ -24,6 +28,10 @@ struct KeySpec {
   const char* default_value;
   const char* help;
   const char* choices = "";  // kChoice: "a|b|c"
+  // kInt, kFloat and each item of kIntList: the closed range a value must lie in, checked at load
+  // (a negative epoch count, a dropout of 2 or a zero width are config errors, not crashes).
+  double min = -kNoLimit;
+  double max = kNoLimit;
 };
 
 // The sections, in file order, and every key.
