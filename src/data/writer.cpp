@@ -2,7 +2,9 @@
 
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <ctime>
 
 #include "cohort/config.hpp"
@@ -35,9 +37,20 @@ DatasetWriter::DatasetWriter(std::string path, WriterSpec spec)
       temp_path_(path_ + ".tmp-" + std::to_string(::getpid())),
       spec_(std::move(spec)),
       handles_(std::make_unique<Handles>()) {
+  try {
+    create_datasets();
+  } catch (...) {  // rethrown: no destructor runs for a half-built writer, so clean up here
+    handles_.reset();
+    std::remove(temp_path_.c_str());
+    throw;
+  }
+}
+
+void DatasetWriter::create_datasets() {
+  COHORT_CHECK(spec_.kind != DatasetKind::kTokens || spec_.seq_len >= 1, UsageError, path_,
+               ": a token dataset needs seq_len >= 1");
   handles_->file = h5::create_file(temp_path_);
   if (spec_.kind == DatasetKind::kTokens) {
-    COHORT_CHECK(spec_.seq_len >= 1, UsageError, path_, ": a token dataset needs seq_len >= 1");
     handles_->inputs = h5::create_dataset(handles_->file.get(), "/tokens", spec_.token_dtype,
                                           spec_.num_tokens, {}, spec_.chunk_bytes, path_);
   } else {
@@ -95,8 +108,21 @@ void DatasetWriter::commit() {
   h5::write_attribute(file, "cohort_version", std::string(COHORT_VERSION), path_);
   h5::write_attribute(file, "created", utc_now(), path_);
   handles_.reset();  // flushes and closes the file
-  COHORT_CHECK(std::rename(temp_path_.c_str(), path_.c_str()) == 0, IoError, path_,
-               ": cannot rename ", temp_path_, " into place");
+  // Validated as every reader will see it before it takes the final name: an invalid file never
+  // replaces a good one (the temporary is removed either way).
+  std::string problem;
+  try {
+    describe(temp_path_);
+  } catch (const IoError& e) {
+    problem = e.what();
+  }
+  if (problem.empty() && std::rename(temp_path_.c_str(), path_.c_str()) != 0) {
+    problem = "cannot rename " + temp_path_ + " into place: " + std::strerror(errno);
+  }
+  if (!problem.empty()) {
+    std::remove(temp_path_.c_str());
+    COHORT_THROW(IoError, path_, ": not written: ", problem);
+  }
 }
 
 WriterSpec spec_like(const DatasetInfo& info, std::int64_t num_samples) {

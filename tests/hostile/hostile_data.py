@@ -168,6 +168,36 @@ for out in ("idx.h5", "npy.h5"):
     if os.path.exists(out) or any(n.startswith(out + ".tmp") for n in os.listdir(".")):
         failures.append(f"a failed import left {out} behind")
 
+# 6. Half-written outputs: nothing under the final name unless it is whole and valid.
+good("whole.h5")
+run("split onto itself", ["data", "split", "whole.h5", "--train", "t.h5", "--val", "./t.h5"], 2,
+    ["three different files"])
+run("split over its input", ["data", "split", "whole.h5", "--train", "whole.h5", "--val", "v.h5"],
+    2, ["three different files"])
+run("make-synthetic with empty shards", ["data", "make-synthetic", "--kind", "classification",
+                                          "--samples", "3", "--features", "2", "--classes", "2",
+                                          "--shards", "5", "--out", "shards"], 2, ["empty"])
+with open("c.csv", "w") as f:
+    f.write("1,0\n2,1\n3,0\n")
+run("writer constructor that throws", ["data", "import", "csv", "c.csv", "--shape"] + ["1"] * 40 +
+    ["--out", "csv.h5"], 3, ["csv.h5"])
+for name in ("t.h5", "v.h5", "shards", "csv.h5"):
+    if os.path.exists(name):
+        failures.append(f"a failed command left {name} behind")
+if any(".tmp-" in n for n in os.listdir(".")):
+    failures.append(f"a temporary file was left behind: {os.listdir('.')}")
+if subprocess.run(["/usr/bin/python3", "-c", "import h5py; h5py.File('whole.h5')['inputs'][:]"],
+                  capture_output=True).returncode != 0:
+    failures.append("split damaged its input")
+
+# 7. data stage: paths with spaces are copied and verified.
+os.makedirs("my data", exist_ok=True)
+good("my data/set one.h5")
+run("stage a path with spaces", ["data", "stage", "my data/set one.h5", "--to", "staged here"],
+    0)
+if not os.path.exists("staged here/set one.h5"):
+    failures.append("stage did not copy a path with spaces")
+
 # 5, 7. metrics.jsonl: out-of-range ranks, wrong types, a flat series at 1e17, escapes.
 def metrics_run(name, records):
     os.makedirs(name, exist_ok=True)

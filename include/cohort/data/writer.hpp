@@ -48,12 +48,16 @@ class DatasetWriter {
   void write_samples(std::int64_t first, std::int64_t count, const void* inputs,
                      const void* targets);
   void write_tokens(std::int64_t first, std::int64_t count, const void* tokens);
+  // Writes the attributes, closes the file, checks it as describe() will (IoError otherwise,
+  // and the temporary file is removed) and renames it to path().
   void commit();
 
   const std::string& path() const { return path_; }
 
  private:
   struct Handles;
+  void create_datasets();
+
   std::string path_;
   std::string temp_path_;
   WriterSpec spec_;

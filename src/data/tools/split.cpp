@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 
 #include "cohort/data/reader.hpp"
 #include "cohort/data/sampler.hpp"
@@ -60,6 +61,17 @@ SplitResult split_dataset(const std::string& in, const std::string& train_out,
                           const std::string& val_out, double val_fraction, std::uint64_t seed) {
   COHORT_CHECK(val_fraction > 0 && val_fraction < 1, UsageError,
                "split: --val-fraction must be in (0, 1), not ", val_fraction);
+  // Three distinct files: --train X --val X wrote the validation part over the training part,
+  // and an output equal to the input would be truncated while it is read.
+  const auto same = [](const std::string& a, const std::string& b) {
+    std::error_code error;
+    return a == b || std::filesystem::equivalent(a, b, error) ||
+           std::filesystem::weakly_canonical(std::filesystem::absolute(a, error), error) ==
+               std::filesystem::weakly_canonical(std::filesystem::absolute(b, error), error);
+  };
+  COHORT_CHECK(!same(train_out, val_out) && !same(in, train_out) && !same(in, val_out), UsageError,
+               "split: --train (", train_out, "), --val (", val_out, ") and the input (", in,
+               ") must be three different files");
   ReaderOptions options;
   options.raw = true;
   options.pin_memory = false;

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <charconv>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -85,9 +86,17 @@ std::vector<std::string> verify(const std::string& report, const std::vector<Sta
   for (const auto& f : files) expected[f.destination] = &f;
   std::map<std::string, std::size_t> seen_per_node;
   std::istringstream lines(report);
-  std::string node, sum, path;
-  std::int64_t bytes = 0;
-  while (lines >> node >> bytes >> sum >> path) {
+  // Split on the tabs only: a path may hold spaces (read with >>, "my data/x.h5" broke the check
+  // after the files had been copied).
+  for (std::string line; std::getline(lines, line);) {
+    if (line.empty()) continue;
+    const auto t1 = line.find('\t'), t2 = line.find('\t', t1 + 1), t3 = line.find('\t', t2 + 1);
+    COHORT_CHECK(t1 != std::string::npos && t2 != std::string::npos && t3 != std::string::npos,
+                 IoError, "stage: malformed checksum report line '", line, "'");
+    const std::string node = line.substr(0, t1), sum = line.substr(t2 + 1, t3 - t2 - 1);
+    const std::string path = line.substr(t3 + 1);
+    std::int64_t bytes = -1;
+    std::from_chars(line.data() + t1 + 1, line.data() + t2, bytes);
     const auto it = expected.find(path);
     COHORT_CHECK(it != expected.end(), IoError, "stage: unexpected file in report: ", path);
     COHORT_CHECK(bytes == it->second->bytes && sum == it->second->checksum, IoError,
@@ -118,6 +127,10 @@ StageResult stage(const std::string& source, const std::string& dest_dir,
       dest_dir + "/" + (name.empty() ? fs::path(source).parent_path().filename().string() : name);
   const std::string target_dir = directory ? result.destination : dest_dir;
   for (const auto& file : sources) {
+    // The checksum report is one line per file, tab-separated: refused before anything is copied.
+    COHORT_CHECK(file.find_first_of("\t\n") == std::string::npos &&
+                     target_dir.find_first_of("\t\n") == std::string::npos,
+                 UsageError, "stage: paths with tabs or newlines are not supported: ", file);
     StagedFile staged;
     staged.source = file;
     staged.destination = target_dir + "/" + fs::path(file).filename().string();

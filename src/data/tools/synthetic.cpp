@@ -27,6 +27,10 @@ template <typename WriteBlock>
 void write_sharded(const std::string& out, const SyntheticOptions& options, WriterSpec spec,
                    std::int64_t total, WriteBlock write_block) {
   const int shards = std::max(1, options.shards);
+  COHORT_CHECK(total >= shards && shards <= 100000, UsageError, "make-synthetic: --shards ", shards,
+               " for ", total,
+               " samples would leave a shard empty (at most one shard per "
+               "sample, 100000 in all)");
   if (shards > 1) make_directories(out);
   for (int s = 0; s < shards; ++s) {
     const std::int64_t begin = total * s / shards, end = total * (s + 1) / shards;

@@ -2,6 +2,7 @@
 #include <ATen/core/Tensor.h>
 
 #include <boost/test/unit_test.hpp>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 
@@ -112,6 +113,38 @@ BOOST_AUTO_TEST_CASE(an_uncommitted_writer_leaves_nothing_and_keeps_the_old_file
     spec.num_samples = 1000;
     spec.sample_shape = {8};
     cohort::data::DatasetWriter writer(path, spec);  // abandoned: no commit
+  }
+  BOOST_TEST(std::filesystem::file_size(path) == size);
+  BOOST_TEST(BatchReader(path, {}).info().num_samples == 5);
+  int files = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir.path)) files += entry.exists();
+  BOOST_TEST(files == 1);
+}
+
+// A writer never leaves a file behind when it fails: not when its constructor throws after
+// creating the temporary file, not when the committed result would be invalid (the old file
+// stays as it was in both cases).
+BOOST_AUTO_TEST_CASE(a_failed_writer_leaves_nothing_and_keeps_the_old_file) {
+  cohort::test::ScratchDir dir;
+  const auto path = make_rows(dir.file("keep.h5"), 0, 5);
+  const auto size = std::filesystem::file_size(path);
+  cohort::data::WriterSpec spec;
+  spec.num_samples = 4;
+  spec.sample_shape.assign(40, 1);  // HDF5 allows 32 dimensions: create_dataset throws
+  BOOST_CHECK_THROW(cohort::data::DatasetWriter(path, spec), cohort::IoError);
+  spec.sample_shape = {8};
+  spec.mean = {std::nan("")};  // describe() refuses a non-finite mean
+  {
+    cohort::data::DatasetWriter writer(path, spec);
+    const std::vector<float> x(32, 1.0f);
+    const std::vector<std::int64_t> y(4, 0);
+    writer.write_samples(0, 4, x.data(), y.data());
+    try {
+      writer.commit();
+      BOOST_FAIL("an invalid dataset was committed");
+    } catch (const cohort::IoError& error) {
+      BOOST_TEST(std::string(error.what()).find("attribute 'mean'") != std::string::npos);
+    }
   }
   BOOST_TEST(std::filesystem::file_size(path) == size);
   BOOST_TEST(BatchReader(path, {}).info().num_samples == 5);
