@@ -214,16 +214,18 @@ fields = {n: {"mean": 0.01, "min": 0.01, "max": 0.02, "min_rank": 0, "max_rank":
           for n in ("step", "busy")}
 summary = {"event": "summary", "first_step": 1, "step": 5, "window_steps": 5, "ranks": 2,
            "samples_per_s": 100.0, "loss": 1.0, "rank_busy_s": [0.01, 0.02],
-           "rank_step_s": [0.01, 0.02], "slowest_rank": -5, "fields": fields}
+           "rank_step_s": [0.01, 0.02], "slowest_rank": -2000000000, "fields": fields}
 d = metrics_run("negative_rank", [run_rec] + [step(s) for s in range(1, 6)] + [summary])
-run("report: slowest_rank -5", ["report", d], 0)
-run("top: slowest_rank -5", ["top", d, "--once"], 0)
+run("report: slowest_rank -2e9", ["report", d], 0)
+run("top: slowest_rank -2e9", ["top", d, "--once"], 0)
 d = metrics_run("wrong_types", [dict(run_rec, hosts=[1, 2], job_id=7, ranks="two"), step(1),
                                 dict(step(2), loss="low")])
 run("report: wrongly typed fields", ["report", d], 0)
 run("top: wrongly typed fields", ["top", d, "--once"], 0)
-d = metrics_run("flat_1e17", [run_rec] + [step(s, 1e17) for s in range(1, 50)])
-run("report: a flat series at 1e17", ["report", d], 0, timeout=30)
+# Two values one ULP apart at 1e17: the tick step (5) is below half an ULP (8), so `y += step`
+# never moved and the report looped for ever, growing its output.
+d = metrics_run("flat_1e17", [run_rec] + [step(s, 1e17 + 16 * (s % 2)) for s in range(1, 50)])
+run("report: a series one ULP wide at 1e17", ["report", d], 0, timeout=30)
 d = metrics_run("escapes", [dict(run_rec, hosts=["\x1b]0;owned\x07h1", "h2"]), step(1),
                             {"event": "note", "t": 1, "step": 1,
                              "message": "\x1b[31mred\u009b2J"}])
