@@ -168,6 +168,17 @@ for out in ("idx.h5", "npy.h5"):
     if os.path.exists(out) or any(n.startswith(out + ".tmp") for n in os.listdir(".")):
         failures.append(f"a failed import left {out} behind")
 
+# 5. Text that is not UTF-8, in --json output: replaced, never an internal error.
+good("latin1.h5")
+with h5py.File("latin1.h5", "a") as f:
+    f.attrs["source"] = np.bytes_(b"caf\xe9 \xff")
+proc = run("non-UTF-8 attribute in --json", ["data", "inspect", "latin1.h5", "--json"], 0)
+if proc is not None:
+    try:
+        json.loads(proc.stdout.decode())
+    except ValueError as e:
+        failures.append(f"data inspect --json printed invalid JSON: {e}")
+
 # 6. Half-written outputs: nothing under the final name unless it is whole and valid.
 good("whole.h5")
 run("split onto itself", ["data", "split", "whole.h5", "--train", "t.h5", "--val", "./t.h5"], 2,
@@ -224,7 +235,8 @@ run("report: wrongly typed fields", ["report", d], 0)
 run("top: wrongly typed fields", ["top", d, "--once"], 0)
 # Two values one ULP apart at 1e17: the tick step (5) is below half an ULP (8), so `y += step`
 # never moved and the report looped for ever, growing its output.
-d = metrics_run("flat_1e17", [run_rec] + [step(s, 1e17 + 16 * (s % 2)) for s in range(1, 50)])
+# (Negative: the loss axis starts at 0 otherwise, which gives it a wide range.)
+d = metrics_run("flat_1e17", [run_rec] + [step(s, -1e17 - 16 * (s % 2)) for s in range(1, 50)])
 run("report: a series one ULP wide at 1e17", ["report", d], 0, timeout=30)
 d = metrics_run("escapes", [dict(run_rec, hosts=["\x1b]0;owned\x07h1", "h2"]), step(1),
                             {"event": "note", "t": 1, "step": 1,
