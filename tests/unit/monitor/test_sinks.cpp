@@ -158,7 +158,9 @@ BOOST_AUTO_TEST_CASE(process_sampler_sees_cpu_time) {
   ProcessSampler sampler;
   spin(0.3);
   const auto s = sampler.sample();
-  BOOST_TEST(s.cpu_util > 0.5);
+  // Spinning, the thread's share is a whole core on a quiet machine and far less on a loaded one
+  // (0.48 seen beside a build on 2 cores): the margin only separates "sees CPU time" from none.
+  BOOST_TEST(s.cpu_util > 0.05);
   BOOST_TEST(s.cpu_util < 1.5);  // one thread spun
   BOOST_TEST(s.rss_bytes > 1e6);
 }
