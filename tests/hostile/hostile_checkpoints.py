@@ -16,39 +16,12 @@ import sys
 import h5py
 import numpy as np
 
-cohort, work = sys.argv[1:3]
-shutil.rmtree(work, ignore_errors=True)
-os.makedirs(work)
-os.chdir(work)
-failures = []
-MAX_RSS_MB = 700  # LibTorch alone maps ~170 MB; a claimed 2^40-element tensor would be terabytes
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import contract as hostile  # noqa: E402
 
-
-def run(case, args, code, needles=(), timeout=60, lines=1):
-    """Runs cohort ARGS under /usr/bin/time; checks exit code, stderr lines, needles, peak RSS."""
-    cmd = ["/usr/bin/time", "-f", "%M", "-o", "rss.txt", cohort] + args
-    try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        failures.append(f"{case}: no answer within {timeout} s (a hang)")
-        print(f"FAIL {case}: hang")
-        return None
-    rss_mb = int(open("rss.txt").read().split()[-1]) / 1024
-    errors = [l for l in proc.stderr.splitlines() if l.startswith("cohort: error:")]
-    problems = []
-    if proc.returncode != code:
-        problems.append(f"exit {proc.returncode}, expected {code}")
-    if lines is not None and code != 0 and len(errors) != lines:
-        problems.append(f"{len(errors)} error lines, expected {lines}: {proc.stderr[-400:]}")
-    problems += [f"output lacks '{n}'" for n in needles if n not in proc.stderr + proc.stdout]
-    if rss_mb > MAX_RSS_MB:
-        problems.append(f"peak RSS {rss_mb:.0f} MB > {MAX_RSS_MB} MB")
-    last = (errors or proc.stderr.strip().splitlines() or [""])[-1]
-    print(f"{'ok  ' if not problems else 'FAIL'} {case}: exit {proc.returncode}, "
-          f"{rss_mb:.0f} MB: {last}")
-    if problems:
-        failures.append(f"{case}: {'; '.join(problems)}")
-    return proc
+contract = hostile.start("hostile_checkpoints.py COHORT WORKDIR")
+cohort = contract.cohort
+run, failures = contract.run, contract.failures
 
 
 def train(run_dir, *sets, code=0, needles=()):
@@ -210,7 +183,4 @@ if os.path.exists(f"{d}/step-00000040.tmp-1234-0") or \
         not os.path.exists(f"{d}/step-00000040.tmp-users-copy"):
     failures.append("clean_partial removed the wrong directories")
 
-if failures:
-    print("FAILED:\n  " + "\n  ".join(failures))
-    sys.exit(1)
-print("all hostile checkpoint cases hold the contract")
+contract.verdict("hostile checkpoint cases")

@@ -14,41 +14,12 @@ import sys
 import h5py
 import numpy as np
 
-cohort, work = sys.argv[1:3]
-shutil.rmtree(work, ignore_errors=True)
-os.makedirs(work)
-os.chdir(work)
-failures = []
-MAX_RSS_MB = 700
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import contract as hostile  # noqa: E402
 
-
-def run(case, args, code, needles=(), timeout=60, lines=1, env=None):
-    cmd = ["/usr/bin/time", "-f", "%M", "-o", "rss.txt", cohort] + args
-    try:
-        proc = subprocess.run(cmd, capture_output=True, timeout=timeout, env=env)
-    except subprocess.TimeoutExpired:
-        failures.append(f"{case}: no answer within {timeout} s (a hang)")
-        print(f"FAIL {case}: hang")
-        return None
-    out, err = proc.stdout.decode(errors="replace"), proc.stderr.decode(errors="replace")
-    rss_mb = int(open("rss.txt").read().split()[-1]) / 1024
-    errors = [l for l in err.splitlines() if l.startswith("cohort: error:")]
-    problems = []
-    if proc.returncode != code:
-        problems.append(f"exit {proc.returncode}, expected {code}")
-    if code != 0 and lines is not None and len(errors) != lines:
-        problems.append(f"{len(errors)} error lines, expected {lines}: {err[-300:]}")
-    problems += [f"output lacks '{n}'" for n in needles if n not in out + err]
-    if rss_mb > MAX_RSS_MB:
-        problems.append(f"peak RSS {rss_mb:.0f} MB > {MAX_RSS_MB} MB")
-    if b"\x1b" in proc.stdout + proc.stderr or b"\xc2\x9b" in proc.stdout + proc.stderr:
-        problems.append("an escape sequence reached the terminal")
-    last = (errors or err.strip().splitlines() or [""])[-1]
-    print(f"{'ok  ' if not problems else 'FAIL'} {case}: exit {proc.returncode}, "
-          f"{rss_mb:.0f} MB: {last[:220]}")
-    if problems:
-        failures.append(f"{case}: {'; '.join(problems)}")
-    return proc
+contract = hostile.start("hostile_data.py COHORT WORKDIR")
+cohort = contract.cohort
+run, failures = contract.run, contract.failures
 
 
 def inspect(case, path, *needles):
@@ -253,7 +224,4 @@ if os.geteuid() != 0:  # root writes anyway: the check needs an unwritable direc
         failures.append("a failed report damaged the previous report.html")
 os.chmod("escapes", 0o755)
 
-if failures:
-    print("FAILED:\n  " + "\n  ".join(failures))
-    sys.exit(1)
-print("all hostile data, config and metrics cases hold the contract")
+contract.verdict("hostile data, config and metrics cases")

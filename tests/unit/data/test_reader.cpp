@@ -104,6 +104,17 @@ BOOST_AUTO_TEST_CASE(augmentation_is_a_function_of_seed_epoch_and_sample) {
   BOOST_TEST(changed > 8);
 }
 
+// After a writer gave up on `path` (made by make_rows with 5 rows, `size` bytes): the old file is
+// whole and alone in its directory.
+static void expect_only_the_old_file(const cohort::test::ScratchDir& dir, const std::string& path,
+                                     std::uintmax_t size) {
+  BOOST_TEST(std::filesystem::file_size(path) == size);
+  BOOST_TEST(BatchReader(path, {}).info().num_samples == 5);
+  int files = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir.path)) files += entry.exists();
+  BOOST_TEST(files == 1);
+}
+
 BOOST_AUTO_TEST_CASE(an_uncommitted_writer_leaves_nothing_and_keeps_the_old_file) {
   cohort::test::ScratchDir dir;
   const auto path = make_rows(dir.file("keep.h5"), 0, 5);
@@ -114,11 +125,7 @@ BOOST_AUTO_TEST_CASE(an_uncommitted_writer_leaves_nothing_and_keeps_the_old_file
     spec.sample_shape = {8};
     cohort::data::DatasetWriter writer(path, spec);  // abandoned: no commit
   }
-  BOOST_TEST(std::filesystem::file_size(path) == size);
-  BOOST_TEST(BatchReader(path, {}).info().num_samples == 5);
-  int files = 0;
-  for (const auto& entry : std::filesystem::directory_iterator(dir.path)) files += entry.exists();
-  BOOST_TEST(files == 1);
+  expect_only_the_old_file(dir, path, size);
 }
 
 // A writer never leaves a file behind when it fails: not when its constructor throws after
@@ -146,11 +153,7 @@ BOOST_AUTO_TEST_CASE(a_failed_writer_leaves_nothing_and_keeps_the_old_file) {
       BOOST_TEST(std::string(error.what()).find("attribute 'mean'") != std::string::npos);
     }
   }
-  BOOST_TEST(std::filesystem::file_size(path) == size);
-  BOOST_TEST(BatchReader(path, {}).info().num_samples == 5);
-  int files = 0;
-  for (const auto& entry : std::filesystem::directory_iterator(dir.path)) files += entry.exists();
-  BOOST_TEST(files == 1);
+  expect_only_the_old_file(dir, path, size);
 }
 
 BOOST_AUTO_TEST_CASE(an_index_outside_the_dataset_is_an_error_naming_it) {
