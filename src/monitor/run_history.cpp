@@ -115,8 +115,12 @@ void RunHistory::add(const nlohmann::json& r) {
 
 RunFollower::RunFollower(std::string dir) : path_(dir + "/metrics.jsonl") {
   history_.dir = std::move(dir);
-  COHORT_CHECK(std::filesystem::exists(path_), IoError, path_,
+  std::error_code error;
+  COHORT_CHECK(std::filesystem::exists(path_, error), IoError, path_,
                ": no such file (is this a run directory? train.run_dir)");
+  // A FIFO would block the open below until some writer came.
+  COHORT_CHECK(std::filesystem::is_regular_file(path_, error), IoError, path_,
+               ": not a regular file");
 }
 
 bool RunFollower::poll() {

@@ -10,6 +10,8 @@ import shutil
 import struct
 import subprocess
 import sys
+import time
+import urllib.request
 
 import h5py
 import numpy as np
@@ -214,6 +216,41 @@ d = metrics_run("escapes", [dict(run_rec, hosts=["\x1b]0;owned\x07h1", "h2"]), s
                              "message": "\x1b[31mred\u009b2J"}])
 run("top: escape sequences", ["top", d, "--once"], 0)
 run("report: escape sequences", ["report", d], 0)
+os.makedirs("fifo_run", exist_ok=True)
+os.mkfifo("fifo_run/metrics.jsonl")
+run("report: metrics.jsonl is a FIFO", ["report", "fifo_run"], 3, ["metrics.jsonl",
+                                                                  "not a regular file"])
+run("top: metrics.jsonl is a FIFO", ["top", "fifo_run", "--once"], 3, ["not a regular file"])
+
+# The /metrics endpoint: one listener only, Prometheus names only.
+good("exporter.h5")
+run("monitor.http_bind with a comma", ["train", "--set", "data.path=exporter.h5", "--set",
+                                       "monitor.http_bind=127.0.0.1,0.0.0.0", "--set",
+                                       "train.run_dir=bind-run"], 2, ["monitor.http_bind"])
+exporter = os.path.join(os.path.dirname(cohort), "cohort-exporter")
+proc = subprocess.run([exporter, "127.0.0.1,0.0.0.0", "0"], capture_output=True, text=True,
+                      timeout=30)
+if proc.returncode != 2 or not proc.stdout.startswith("error "):
+    failures.append(f"cohort-exporter took two listeners: exit {proc.returncode}, {proc.stdout}")
+exp = subprocess.Popen([exporter, "127.0.0.1", "0"], stdin=subprocess.PIPE,
+                       stdout=subprocess.PIPE, text=True)
+port = exp.stdout.readline().split()[-1]
+good_gauge = {"n": "cohort_ok", "h": "fine", "l": {"rank": "0"}, "v": 1.0}
+bad_gauge = {"n": "cohort_bad\ninjected_metric 1", "h": "x", "l": {}, "v": 2.0}
+exp.stdin.write(json.dumps([bad_gauge]) + "\n" + json.dumps([good_gauge]) + "\n")
+exp.stdin.flush()
+body = ""
+for _ in range(50):
+    body = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
+    if "cohort_ok" in body:
+        break
+    time.sleep(0.1)
+exp.stdin.close()
+exp.wait(timeout=10)
+if "cohort_ok" not in body or "injected_metric" in body:
+    failures.append(f"/metrics after a bad and a good update: {body!r}")
+print(f"{'ok  ' if 'injected_metric' not in body else 'FAIL'} exporter: invalid names dropped")
+
 # report.html is replaced whole or not at all.
 with open("escapes/report.html", "w") as f:
     f.write("previous report\n")
