@@ -98,10 +98,11 @@ bool parse_bool(const std::string& text, bool& out) {
 }
 
 bool is_int(const std::string& text) {
+  // The whole text (an embedded NUL ended strtoll's view of it early), no clamp to 2^63-1.
   char* end = nullptr;
   errno = 0;
   std::strtoll(text.c_str(), &end, 10);
-  return !text.empty() && *end == '\0' && errno != ERANGE;  // no silent clamp to 2^63-1
+  return !text.empty() && end == text.c_str() + text.size() && errno != ERANGE;
 }
 
 // "1..4096", "0..", "..1": a key's range as the reference and the errors show it.
@@ -134,8 +135,8 @@ std::string validate(const KeySpec& spec, const std::string& raw, const std::str
     case KeyType::kFloat: {
       char* end = nullptr;
       const double value = std::strtod(text.c_str(), &end);
-      COHORT_CHECK(!text.empty() && *end == '\0' && std::isfinite(value), ConfigError, where, ": '",
-                   text, "' is not a number");
+      COHORT_CHECK(!text.empty() && end == text.c_str() + text.size() && std::isfinite(value),
+                   ConfigError, where, ": '", text, "' is not a number");
       check_range(spec, value, text, where);
       return text;
     }
