@@ -77,6 +77,8 @@ int import(const std::vector<std::string>& args) {
       "shape", po::value(&o.shape)->multitoken(), "csv: sample shape, e.g. --shape 1 8 8")(
       "seq-len", po::value(&o.seq_len)->default_value(o.seq_len), "text: sequence length")(
       "chunk-bytes", po::value(&o.chunk_bytes)->default_value(o.chunk_bytes), "HDF5 chunk target")(
+      "max-inflate-ratio", po::value(&o.max_inflate_ratio)->default_value(o.max_inflate_ratio),
+      "a gzip source may inflate to this many times its size (at least 256 MiB)")(
       "json", "print the written dataset's description as JSON");
   po::positional_options_description positional;
   positional.add("format", 1).add("input", -1);

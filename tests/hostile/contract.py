@@ -18,7 +18,7 @@ class Contract:
         self.cohort = cohort
         self.failures = []
 
-    def run(self, case, args, code, needles=(), timeout=60, lines=1):
+    def run(self, case, args, code, needles=(), timeout=60, lines=1, max_rss_mb=MAX_RSS_MB):
         """Runs cohort ARGS; returns the CompletedProcess (bytes), or None after a hang."""
         cmd = ["/usr/bin/time", "-f", "%M", "-o", "rss.txt", self.cohort] + args
         try:
@@ -35,8 +35,8 @@ class Contract:
         if code != 0 and lines is not None and len(errors) != lines:
             problems.append(f"{len(errors)} error lines, expected {lines}: {err[-300:]}")
         problems += [f"output lacks '{n}'" for n in needles if n not in out + err]
-        if rss_mb > MAX_RSS_MB:
-            problems.append(f"peak RSS {rss_mb:.0f} MB > {MAX_RSS_MB} MB")
+        if rss_mb > max_rss_mb:
+            problems.append(f"peak RSS {rss_mb:.0f} MB > {max_rss_mb} MB")
         if b"\x1b" in proc.stdout + proc.stderr or b"\xc2\x9b" in proc.stdout + proc.stderr:
             problems.append("an escape sequence reached the terminal")
         last = (errors or err.strip().splitlines() or [""])[-1]

@@ -137,6 +137,9 @@ with gzip.open("bomb.npy.gz", "wb", compresslevel=9) as f:
 print(f"     bomb.npy.gz: {os.path.getsize('bomb.npy.gz')} bytes for 400 MiB")
 run("gzip bomb", ["data", "import", "npy", "bomb.npy.gz", "y.npy", "--out", "npy.h5"], 3,
     ["bomb.npy.gz", "decompresses to more than"])
+run("gzip bomb, bound raised", ["data", "import", "npy", "bomb.npy.gz", "y.npy", "--out", "npy.h5",
+                                 "--max-inflate-ratio", "2000"], 3, ["bomb.npy.gz", "bad magic"],
+    max_rss_mb=3 * hostile.MAX_RSS_MB)  # it inflates all 400 MiB, as asked
 for out in ("idx.h5", "npy.h5"):
     if os.path.exists(out) or any(n.startswith(out + ".tmp") for n in os.listdir(".")):
         failures.append(f"a failed import left {out} behind")

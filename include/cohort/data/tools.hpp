@@ -42,6 +42,10 @@ struct ImportOptions {
   std::vector<std::int64_t> shape;  // csv: sample shape (default [columns - 1])
   std::int64_t seq_len = 128;       // text
   std::size_t chunk_bytes = kDefaultChunkBytes;
+  // A gzip source may inflate to this many times its file's size (at least 256 MiB): a bound
+  // against decompression bombs that real data (2-10 times) never reaches; raise it for sources
+  // that compress better (--max-inflate-ratio).
+  std::uint64_t max_inflate_ratio = 100;
 };
 inline constexpr const char* kFashionMnistDir = "/usr/share/datasets/fashion-mnist";
 inline constexpr const char* kDigitsCsv =

@@ -71,8 +71,10 @@ DatasetInfo import_fashion_mnist(const std::string& out, const ImportOptions& o)
   const std::string prefix = dir + "/" + (split == "train" ? "train" : "t10k");
   const std::string images_path = prefix + "-images-idx3-ubyte.gz";
   const std::string labels_path = prefix + "-labels-idx1-ubyte.gz";
-  const auto images = parse::parse_idx(parse::read_maybe_gz(images_path), images_path);
-  const auto labels = parse::parse_idx(parse::read_maybe_gz(labels_path), labels_path);
+  const auto images =
+      parse::parse_idx(parse::read_maybe_gz(images_path, o.max_inflate_ratio), images_path);
+  const auto labels =
+      parse::parse_idx(parse::read_maybe_gz(labels_path, o.max_inflate_ratio), labels_path);
   COHORT_CHECK(images.dims.size() == 3, IoError, images_path, ": expected [N, rows, cols]");
   COHORT_CHECK(labels.dims.size() == 1 && labels.dims[0] == images.dims[0], IoError, labels_path,
                ": ", labels.dims.empty() ? 0 : labels.dims[0], " labels for ", images.dims[0],
@@ -88,8 +90,9 @@ DatasetInfo import_fashion_mnist(const std::string& out, const ImportOptions& o)
   // Normalization statistics always come from the training images, for both splits.
   const std::string train_images = dir + "/train-images-idx3-ubyte.gz";
   const auto stats_source =
-      split == "train" ? images
-                       : parse::parse_idx(parse::read_maybe_gz(train_images), train_images);
+      split == "train"
+          ? images
+          : parse::parse_idx(parse::read_maybe_gz(train_images, o.max_inflate_ratio), train_images);
   set_stats(spec, std::vector<float>(stats_source.data.begin(), stats_source.data.end()), 1, false);
   std::vector<std::int64_t> y(labels.data.begin(), labels.data.end());
   for (auto& v : y) v = static_cast<std::uint8_t>(v);
@@ -102,7 +105,7 @@ DatasetInfo import_fashion_mnist(const std::string& out, const ImportOptions& o)
 DatasetInfo import_csv(const std::string& out, const ImportOptions& o, const std::string& what) {
   COHORT_CHECK(o.inputs.size() == 1, UsageError, "import ", what, ": give one input file");
   const std::string& path = o.inputs.front();
-  const auto table = parse::parse_csv(parse::read_maybe_gz(path), path);
+  const auto table = parse::parse_csv(parse::read_maybe_gz(path, o.max_inflate_ratio), path);
   COHORT_CHECK(table.columns >= 2, IoError, path, ": needs at least one feature and a label");
   const std::int64_t label = o.label_column < 0 ? table.columns - 1 : o.label_column;
   COHORT_CHECK(label < table.columns, UsageError, "import ", what, ": --label-column ", label,
@@ -159,8 +162,10 @@ std::vector<float> npy_to_float(const parse::NpyArray& a, const std::string& pat
 
 DatasetInfo import_npy(const std::string& out, const ImportOptions& o) {
   COHORT_CHECK(o.inputs.size() == 2, UsageError, "import npy: give INPUTS.npy and TARGETS.npy");
-  const auto inputs = parse::parse_npy(parse::read_maybe_gz(o.inputs[0]), o.inputs[0]);
-  const auto targets = parse::parse_npy(parse::read_maybe_gz(o.inputs[1]), o.inputs[1]);
+  const auto inputs =
+      parse::parse_npy(parse::read_maybe_gz(o.inputs[0], o.max_inflate_ratio), o.inputs[0]);
+  const auto targets =
+      parse::parse_npy(parse::read_maybe_gz(o.inputs[1], o.max_inflate_ratio), o.inputs[1]);
   COHORT_CHECK(inputs.shape.size() >= 2, IoError, o.inputs[0], ": inputs need shape [N, ...]");
   COHORT_CHECK(targets.shape.size() == 1, IoError, o.inputs[1], ": targets need shape [N]");
   COHORT_CHECK(inputs.shape[0] == targets.shape[0], IoError, o.inputs[0], ": ", inputs.shape[0],
@@ -184,7 +189,7 @@ DatasetInfo import_npy(const std::string& out, const ImportOptions& o) {
 DatasetInfo import_text(const std::string& out, const ImportOptions& o) {
   COHORT_CHECK(!o.inputs.empty(), UsageError, "import text: give one or more text files");
   std::string text;
-  for (const auto& path : o.inputs) text += parse::read_maybe_gz(path);
+  for (const auto& path : o.inputs) text += parse::read_maybe_gz(path, o.max_inflate_ratio);
   COHORT_CHECK(static_cast<std::int64_t>(text.size()) > o.seq_len, IoError, o.inputs.front(), ": ",
                text.size(), " bytes, fewer than seq_len + 1 = ", o.seq_len + 1);
   WriterSpec spec;

@@ -72,12 +72,12 @@ std::string shape_text(const std::vector<std::int64_t>& dims) {
 
 }  // namespace
 
-std::string read_maybe_gz(const std::string& path) {
+std::string read_maybe_gz(const std::string& path, std::uint64_t max_ratio) {
   struct stat st {};
   COHORT_CHECK(::stat(path.c_str(), &st) == 0, IoError, path,
                ": cannot open: ", std::strerror(errno));
   COHORT_CHECK(S_ISREG(st.st_mode), IoError, path, ": not a regular file");
-  const std::uint64_t limit = inflate_limit(static_cast<std::uint64_t>(st.st_size));
+  const std::uint64_t limit = inflate_limit(static_cast<std::uint64_t>(st.st_size), max_ratio);
   std::unique_ptr<gzFile_s, GzCloser> file(gzopen(path.c_str(), "rb"));
   COHORT_CHECK(file != nullptr, IoError, path, ": cannot open: ", std::strerror(errno));
   std::string bytes;
@@ -91,8 +91,8 @@ std::string read_maybe_gz(const std::string& path) {
     }
     if (got == 0) break;
     COHORT_CHECK(bytes.size() + static_cast<std::size_t>(got) <= limit, IoError, path,
-                 ": decompresses to more than ", limit, " bytes (", kMaxInflateRatio,
-                 " times its size; a gzip bomb?)");
+                 ": decompresses to more than ", limit, " bytes (", max_ratio,
+                 " times its size: a gzip bomb? --max-inflate-ratio raises the bound)");
     bytes.append(buffer.data(), static_cast<std::size_t>(got));
   }
   return bytes;

@@ -11,19 +11,18 @@
 
 namespace cohort::data::parse {
 
-// A gzip member never inflates beyond this many times its file's size (real data: 2-10 times;
-// DEFLATE's own ceiling is 1032), nor a plain file beyond its size; at least kMinInflateLimit.
-inline constexpr std::uint64_t kMaxInflateRatio = 100;
+// A gzip member never inflates beyond `ratio` times its file's size (real data: 2-10 times;
+// DEFLATE's own ceiling is 1032), and never below kMinInflateLimit.
 inline constexpr std::uint64_t kMinInflateLimit = std::uint64_t{256} << 20;
-inline std::uint64_t inflate_limit(std::uint64_t file_bytes) {
+inline std::uint64_t inflate_limit(std::uint64_t file_bytes, std::uint64_t ratio) {
   const std::uint64_t scaled =
-      file_bytes > UINT64_MAX / kMaxInflateRatio ? UINT64_MAX : file_bytes * kMaxInflateRatio;
+      ratio > 0 && file_bytes > UINT64_MAX / ratio ? UINT64_MAX : file_bytes * ratio;
   return scaled > kMinInflateLimit ? scaled : kMinInflateLimit;
 }
 
 // The whole file, gunzipped when it is gzip (zlib reads plain files unchanged); IoError when it
-// is not a regular file or inflates beyond inflate_limit() of its size.
-std::string read_maybe_gz(const std::string& path);
+// is not a regular file or inflates beyond inflate_limit(its size, max_ratio).
+std::string read_maybe_gz(const std::string& path, std::uint64_t max_ratio);
 
 struct IdxArray {
   std::vector<std::int64_t> dims;
