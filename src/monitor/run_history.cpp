@@ -47,9 +47,12 @@ void check_record(const nlohmann::json& r) {
     COHORT_CHECK(r[key].is_number_integer() && r[key].get<std::int64_t>() >= low, IoError,
                  "field '", key, "' is not an integer >= ", low);
   };
-  integer_at_least("step", 0);
-  integer_at_least("total_steps", 0);
-  integer_at_least("restart", 0);
+  // Every integer read from a record: nlohmann converts a float such as 3.7e21 to int64 with
+  // undefined behaviour (UBSan under fuzz_metrics), so a non-integer is a bad line.
+  for (const char* key : {"step", "total_steps", "restart", "samples", "steps", "first_step",
+                          "window_steps", "slowest_rank"}) {
+    integer_at_least(key, key == std::string("steps") ? -1 : 0);
+  }
   if (r.contains("ranks")) {
     COHORT_CHECK(r["ranks"].is_number_integer() && r["ranks"].get<std::int64_t>() >= 1 &&
                      r["ranks"].get<std::int64_t>() <= (1 << 24),

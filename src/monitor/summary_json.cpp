@@ -65,7 +65,10 @@ Summary summary_from_json(const nlohmann::json& r) {
   s.first_step = r.at("first_step").get<std::int64_t>();
   s.step = r.at("step").get<std::int64_t>();
   s.window_steps = r.at("window_steps").get<std::int64_t>();
-  s.ranks = r.at("ranks").get<int>();
+  COHORT_CHECK(r.at("ranks").is_number_integer() && r.at("ranks").get<std::int64_t>() >= 1 &&
+                   r.at("ranks").get<std::int64_t>() <= (1 << 24),
+               IoError, "summary: field 'ranks' is not a rank count");
+  s.ranks = static_cast<int>(r.at("ranks").get<std::int64_t>());
   s.samples_per_s = r.at("samples_per_s").get<double>();
   s.tokens_per_s = r.value("tokens_per_s", 0.0);
   s.loss = r.at("loss").get<double>();
@@ -93,12 +96,18 @@ Summary summary_from_json(const nlohmann::json& r) {
     st.mean = it->at("mean").get<double>();
     st.min = it->at("min").get<double>();
     st.max = it->at("max").get<double>();
-    st.min_rank = it->at("min_rank").get<int>();
-    st.max_rank = it->at("max_rank").get<int>();
-    COHORT_CHECK(
-        st.min_rank >= 0 && st.min_rank < s.ranks && st.max_rank >= 0 && st.max_rank < s.ranks,
-        IoError, "summary at step ", s.step, ": field '", it.key(), "' names a rank outside 0..",
-        s.ranks - 1);
+    for (const char* key : {"min_rank", "max_rank"}) {
+      COHORT_CHECK(it->contains(key) && it->at(key).is_number_integer(), IoError,
+                   "summary at step ", s.step, ": field '", it.key(), "' has no integer ", key);
+    }
+    const auto in_ranks = [&](const char* key) {
+      const auto v = it->at(key).get<std::int64_t>();
+      COHORT_CHECK(v >= 0 && v < s.ranks, IoError, "summary at step ", s.step, ": field '",
+                   it.key(), "' names a rank outside 0..", s.ranks - 1);
+      return static_cast<int>(v);
+    };
+    st.min_rank = in_ranks("min_rank");
+    st.max_rank = in_ranks("max_rank");
   }
   return s;
 }

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # run_fuzzer.sh FUZZER SEED_CORPUS WORKDIR SECONDS: runs one libFuzzer target for SECONDS from the
-# seed corpus (copied: the tree is never written), each input under 5 s and 2 GiB, and fails with
+# seed corpus (copied: the tree is never written), each input under 25 s (a loaded machine
+# under ASan renders a large metrics file in seconds) and 2 GiB, and fails with
 # the crashing input's path when the fuzzer finds one. Prints libFuzzer's final statistics.
 set -euo pipefail
 fuzzer=$1 seeds=$2 work=$3 seconds=$4
@@ -10,7 +11,7 @@ cp "$seeds"/* "$work/corpus/"
 export LSAN_OPTIONS="suppressions=$(dirname "$0")/lsan.supp:print_suppressions=0"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 set +e
-"$fuzzer" "$work/corpus" -max_total_time="$seconds" -timeout=5 -rss_limit_mb=2048 \
+"$fuzzer" "$work/corpus" -max_total_time="$seconds" -timeout=25 -rss_limit_mb=2048 \
   -max_len=65536 -print_final_stats=1 -print_funcs=0 -artifact_prefix="$work/artifacts/" 2>"$work/log"
 rc=$?
 set -e
