@@ -110,12 +110,4 @@ data::DType storage_of(const std::string& dtype) {
   return it->second;
 }
 
-std::string shape_text(const std::vector<std::int64_t>& shape) {
-  std::string text = "[";
-  for (std::size_t i = 0; i < shape.size(); ++i) {
-    text += (i ? ", " : "") + std::to_string(shape[i]);
-  }
-  return text + "]";
-}
-
 }  // namespace cohort::ckpt

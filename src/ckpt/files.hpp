@@ -26,8 +26,9 @@ std::string dtype_name(c10::ScalarType type);  // "float32", ...; IoError for ot
 c10::ScalarType scalar_type_of(const std::string& dtype);
 // How a checkpoint dtype is stored in HDF5, which has no bfloat16 or bool (uint16, uint8).
 data::DType storage_of(const std::string& dtype);  // IoError for an unknown dtype
-// "[40, 20]", "[]" for a scalar: text, because HDF5 refuses empty array attributes.
-std::string shape_text(const std::vector<std::int64_t>& shape);
+// "[40, 20]", "[]" for a scalar: shapes are attributes as text, because HDF5 refuses empty array
+// attributes.
+using data::shape_text;
 std::uint64_t parse_checksum(const std::string& text);  // "xxh3-64:<hex>"
 
 }  // namespace cohort::ckpt

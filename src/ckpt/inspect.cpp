@@ -7,6 +7,7 @@
 #include <cstring>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <vector>
 
 #include "ckpt/files.hpp"
@@ -70,37 +71,42 @@ std::vector<CheckpointEntry> list_checkpoints(const std::string& dir) {
   return entries;
 }
 
-std::string shard_backing_problem(const Manifest& m, std::size_t index,
-                                  const std::string& step_dir) {
-  const std::string file = step_dir + "/" + m.shards.at(index).file;
-  struct stat st {};
-  if (::stat(file.c_str(), &st) != 0) return file + ": cannot stat: " + std::strerror(errno);
-  if (!S_ISREG(st.st_mode)) return file + ": not a regular file";
-  std::int64_t claimed = 0;
+std::vector<std::string> shard_backing_problems(const Manifest& m, const std::string& step_dir) {
+  // Claimed bytes per shard; nullopt once a sum overflows (Manifest::parse checked the indices).
+  std::vector<std::optional<std::int64_t>> claimed(m.shards.size(), std::int64_t{0});
   for (const auto& t : m.tensors) {
     const auto element = dtype_bytes(t.dtype);
     for (const auto& s : t.slices) {
-      if (static_cast<std::size_t>(s.shard) != index) continue;
+      auto& sum = claimed[static_cast<std::size_t>(s.shard)];
       const auto bytes = checked::mul(s.count, element);
-      const auto sum = bytes ? checked::add(claimed, *bytes) : std::nullopt;
-      if (!sum || *sum > st.st_size) {
-        return file + ": " + std::to_string(st.st_size) +
-               " bytes cannot hold the slices the manifest places in it (tensor '" + t.name + "')";
-      }
-      claimed = *sum;
+      sum = sum && bytes ? checked::add(*sum, *bytes) : std::nullopt;
     }
   }
-  return {};
+  std::vector<std::string> problems(m.shards.size());
+  for (std::size_t i = 0; i < m.shards.size(); ++i) {
+    const std::string file = step_dir + "/" + m.shards[i].file;
+    struct stat st {};
+    if (::stat(file.c_str(), &st) != 0) {
+      problems[i] = file + ": cannot stat: " + std::strerror(errno);
+    } else if (!S_ISREG(st.st_mode)) {
+      problems[i] = file + ": not a regular file";
+    } else if (!claimed[i] || *claimed[i] > st.st_size) {
+      problems[i] = file + ": " + std::to_string(st.st_size) +
+                    " bytes cannot hold the slices the manifest places in it";
+    }
+  }
+  return problems;
 }
 
 std::vector<std::string> verify_checkpoint(const std::string& step_dir) {
   std::vector<std::string> problems;
   const Manifest m = read_manifest(step_dir);
   std::map<int, ShardReader> readers;
+  const auto backing = shard_backing_problems(m, step_dir);
   for (std::size_t i = 0; i < m.shards.size(); ++i) {
     const std::string file = step_dir + "/" + m.shards[i].file;
-    if (auto problem = shard_backing_problem(m, i, step_dir); !problem.empty()) {
-      problems.push_back(std::move(problem));
+    if (!backing[i].empty()) {
+      problems.push_back(backing[i]);
       continue;  // nothing of it is read
     }
     try {

@@ -10,8 +10,7 @@ namespace cohort::ckpt {
 CheckpointReader::CheckpointReader(std::string step_dir)
     : path_(std::move(step_dir)), manifest_(read_manifest(path_)) {
   // Before anything is allocated for a slice: every shard holds at least what it claims.
-  for (std::size_t i = 0; i < manifest_.shards.size(); ++i) {
-    const std::string problem = shard_backing_problem(manifest_, i, path_);
+  for (const auto& problem : shard_backing_problems(manifest_, path_)) {
     COHORT_CHECK(problem.empty(), IoError, problem);
   }
 }

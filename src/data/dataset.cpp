@@ -72,6 +72,14 @@ std::size_t DatasetInfo::sample_bytes() const {
   return static_cast<std::size_t>(sample_numel()) * dtype_size(input_dtype);
 }
 
+std::string shape_text(const std::vector<std::int64_t>& shape) {
+  std::ostringstream out;
+  out << "[";
+  for (std::size_t i = 0; i < shape.size(); ++i) out << (i ? ", " : "") << shape[i];
+  out << "]";
+  return out.str();
+}
+
 std::vector<std::string> shard_paths(const std::string& path) {
   std::error_code error;
   const auto status = fs::status(path, error);
@@ -87,14 +95,6 @@ std::vector<std::string> shard_paths(const std::string& path) {
 }
 
 namespace {
-
-std::string shape_text(const std::vector<std::int64_t>& shape) {
-  std::ostringstream out;
-  out << "[";
-  for (std::size_t i = 0; i < shape.size(); ++i) out << (i ? ", " : "") << shape[i];
-  out << "]";
-  return out.str();
-}
 
 void read_attributes(hid_t file, const std::string& path, DatasetInfo& info) {
   if (auto version = h5::read_number_attribute(file, "format_version", path)) {

@@ -87,7 +87,7 @@ void DatasetWriter::write_tokens(std::int64_t first, std::int64_t count, const v
                  path_ + ": /tokens");
 }
 
-void DatasetWriter::commit() {
+DatasetInfo DatasetWriter::commit() {
   COHORT_CHECK(handles_, UsageError, path_, ": committed twice");
   const hid_t file = handles_->file.get();
   h5::write_attribute(file, "format_version", std::int64_t{kFormatVersion}, path_);
@@ -111,8 +111,9 @@ void DatasetWriter::commit() {
   // Validated as every reader will see it before it takes the final name: an invalid file never
   // replaces a good one (the temporary is removed either way).
   std::string problem;
+  DatasetInfo info;
   try {
-    describe(temp_path_);
+    info = describe(temp_path_);
   } catch (const IoError& e) {
     problem = e.what();
   }
@@ -123,6 +124,8 @@ void DatasetWriter::commit() {
     std::remove(temp_path_.c_str());
     COHORT_THROW(IoError, path_, ": not written: ", problem);
   }
+  info.path = info.shards.front().path = path_;  // described under its temporary name
+  return info;
 }
 
 WriterSpec spec_like(const DatasetInfo& info, std::int64_t num_samples) {

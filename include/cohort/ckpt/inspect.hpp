@@ -32,12 +32,11 @@ std::string read_latest(const std::string& dir);
 std::string resolve_checkpoint(const std::string& path);
 Manifest read_manifest(const std::string& step_dir);
 
-// Why shard `index` of `m` (under `step_dir`) cannot hold what the manifest says it does, or ""
-// when it can: the file must be a regular file at least as large as the bytes of its slices
-// (summed with overflow checks). Every reader checks this before it allocates for a slice, so no
-// manifest makes Cohort allocate more than the storage beside it really holds.
-std::string shard_backing_problem(const Manifest& m, std::size_t index,
-                                  const std::string& step_dir);
+// For each shard of `m` (under `step_dir`), why it cannot hold what the manifest says it does, or
+// "" when it can: the file must be a regular file at least as large as the bytes of its slices
+// (summed with overflow checks, in one pass over the slices). Every reader checks this before it
+// allocates for a slice, so no manifest makes Cohort allocate more than the storage holds.
+std::vector<std::string> shard_backing_problems(const Manifest& m, const std::string& step_dir);
 
 // Reads every slice of every tensor and compares it with its checksum, and each shard's size
 // with the manifest's. Returns one line per problem ("<file>: slice X does not match its

@@ -49,8 +49,8 @@ class DatasetWriter {
                      const void* targets);
   void write_tokens(std::int64_t first, std::int64_t count, const void* tokens);
   // Writes the attributes, closes the file, checks it as describe() will (IoError otherwise,
-  // and the temporary file is removed) and renames it to path().
-  void commit();
+  // and the temporary file is removed), renames it to path() and returns that description.
+  DatasetInfo commit();
 
   const std::string& path() const { return path_; }
 

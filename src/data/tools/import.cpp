@@ -59,8 +59,7 @@ DatasetInfo write_labelled(const std::string& out, WriterSpec spec, const void* 
     std::vector<float> y(labels.begin(), labels.end());
     writer.write_samples(0, spec.num_samples, inputs, y.data());
   }
-  writer.commit();
-  return describe(out);
+  return writer.commit();
 }
 
 DatasetInfo import_fashion_mnist(const std::string& out, const ImportOptions& o) {
@@ -98,8 +97,7 @@ DatasetInfo import_fashion_mnist(const std::string& out, const ImportOptions& o)
   for (auto& v : y) v = static_cast<std::uint8_t>(v);
   DatasetWriter writer(out, spec);
   writer.write_samples(0, spec.num_samples, images.data.data(), y.data());
-  writer.commit();
-  return describe(out);
+  return writer.commit();
 }
 
 DatasetInfo import_csv(const std::string& out, const ImportOptions& o, const std::string& what) {
@@ -205,8 +203,7 @@ DatasetInfo import_text(const std::string& out, const ImportOptions& o) {
   for (std::size_t i = 0; i < text.size(); ++i) tokens[i] = static_cast<unsigned char>(text[i]);
   DatasetWriter writer(out, spec);
   writer.write_tokens(0, spec.num_tokens, tokens.data());
-  writer.commit();
-  return describe(out);
+  return writer.commit();
 }
 
 }  // namespace

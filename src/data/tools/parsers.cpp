@@ -64,12 +64,6 @@ std::vector<std::int64_t> npy_shape(const std::string& value, const std::string&
   return shape;
 }
 
-std::string shape_text(const std::vector<std::int64_t>& dims) {
-  std::string text = "[";
-  for (std::size_t i = 0; i < dims.size(); ++i) text += (i ? ", " : "") + std::to_string(dims[i]);
-  return text + "]";
-}
-
 }  // namespace
 
 std::string read_maybe_gz(const std::string& path, std::uint64_t max_ratio) {
