@@ -69,11 +69,6 @@ class CommError : public Error {
 };
 
 // A collective outlived its timeout (the watchdog).
-class WatchdogError : public CommError {
- public:
-  explicit WatchdogError(const std::string& what) : CommError(what, ExitCode::kWatchdog) {}
-};
-
 // A libslurm call failed.
 class SlurmError : public Error {
  public:

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <sstream>
 
+#include "cohort/env/environment.hpp"
 #include "cohort/error.hpp"
 #include "watchdog.hpp"
 
@@ -33,7 +34,8 @@ Communicator::Communicator(int rank, int size, CommOptions options,
       options_(options),
       recorder_(std::make_shared<FlightRecorder>(options.flight_recorder_entries)),
       watchdog_(std::move(watchdog)) {
-  if (const char* debug = std::getenv("COHORT_COMM_DEBUG"); debug && std::string(debug) == "1") {
+  if (env::Environment::from_process().get("COHORT_COMM_DEBUG") ==
+      std::optional<std::string>("1")) {
     options_.debug_check = true;
   }
   std::ostringstream name;
@@ -163,9 +165,15 @@ WorkPtr Communicator::issue(OpKind kind, const at::Tensor* out, const at::Tensor
   recorder_->started(record);
   std::weak_ptr<FlightRecorder> recorder = recorder_;
   const std::uint64_t seq = record.seq;
-  return run(call, [recorder, seq] {
+  WorkPtr work = run(call, [recorder, seq] {
     if (const auto r = recorder.lock()) r->finished(seq);
   });
+  // Completion the backend sees only when asked (a posted send or receive): the watchdog asks.
+  recorder_->set_probe(seq, [weak = std::weak_ptr<Work>(work)] {
+    const auto w = weak.lock();
+    return !w || w->poll();  // a dropped Work has marked its operation done
+  });
+  return work;
 }
 
 WorkPtr Communicator::all_reduce_async(at::Tensor& t, const CollectiveOptions& o) {

@@ -62,9 +62,11 @@ void Watchdog::loop() {
     const auto now = std::chrono::steady_clock::now();
     for (const auto& entry : entries_) {
       const auto recorder = entry.recorder.lock();
-      FlightRecord overdue;
-      if (recorder && recorder->first_overdue(now, overdue)) {
-        fire(overdue, entry);  // does not return
+      if (!recorder) continue;
+      // Every operation in flight is here, however many have started and ended since it did.
+      for (const auto& [record, probe] : recorder->overdue(now)) {
+        if (probe && probe()) continue;  // it had completed; nobody had asked yet
+        fire(record, entry);             // does not return
       }
     }
   }

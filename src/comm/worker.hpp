@@ -22,6 +22,7 @@ class TaskWork : public Work {
  public:
   bool test() override;
   void wait() override;
+  bool poll() override { return test(); }
   void complete(std::exception_ptr error);
 
  private:

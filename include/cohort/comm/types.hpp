@@ -20,14 +20,8 @@ struct CollectiveOptions {
 };
 
 // What a rank does when a collective outlives its timeout.
-enum class OnTimeout {
-  kAbort,  // log, dump the flight recorder, abort the whole job with exit code 76
-  kThrow,  // log, dump, throw WatchdogError (tests, and callers that can recover)
-};
-
 struct CommOptions {
   std::chrono::milliseconds timeout{std::chrono::minutes(10)};
-  OnTimeout on_timeout = OnTimeout::kAbort;
   // Before every collective, check that all ranks call the same operation with the same size and
   // dtype (one extra small all-gather per call). Also enabled by COHORT_COMM_DEBUG=1.
   bool debug_check = false;

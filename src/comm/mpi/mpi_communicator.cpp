@@ -44,23 +44,35 @@ class RequestWork final : public CompletionWork {
     if (!done()) MPI_Request_free(&request_);
   }
   bool test() override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return test_locked();
+  }
+  void wait() override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (done()) return;
+    COHORT_MPI_CHECK(MPI_Wait(&request_, MPI_STATUS_IGNORE));
+    finish();
+  }
+  // The watchdog's check: an MPI_Test, unless the owner is testing or waiting right now (MPI
+  // forbids two threads on one request).
+  bool poll() override {
+    std::unique_lock<std::mutex> lock(mutex_, std::try_to_lock);
+    return lock.owns_lock() && test_locked();
+  }
+
+ private:
+  bool test_locked() {
     if (done()) return true;
     int flag = 0;
     COHORT_MPI_CHECK(MPI_Test(&request_, &flag, MPI_STATUS_IGNORE));
     if (flag) finish();
     return done();
   }
-  void wait() override {
-    if (done()) return;
-    COHORT_MPI_CHECK(MPI_Wait(&request_, MPI_STATUS_IGNORE));
-    finish();
-  }
-
- private:
   void finish() {
     completed();
     tensor_ = at::Tensor();
   }
+  std::mutex mutex_;  // test(), wait() and the watchdog's poll() of one request, one at a time
   MPI_Request request_;
   at::Tensor tensor_;
 };

@@ -51,8 +51,7 @@ MpiSession::MpiSession(int* argc, char*** argv) : impl_(std::make_unique<Impl>()
     int provided = MPI_THREAD_SINGLE;
     COHORT_MPI_CHECK(MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided));
     impl_->owns_mpi = true;
-    if (provided < MPI_THREAD_MULTIPLE) {
-      MPI_Finalize();
+    if (provided < MPI_THREAD_MULTIPLE) {  // ~Impl finalizes
       COHORT_THROW(CommError,
                    "MPI_Init_thread: MPI_THREAD_MULTIPLE was asked for but the MPI "
                    "library provides only level ",
@@ -79,15 +78,7 @@ MpiSession::MpiSession(int* argc, char*** argv) : impl_(std::make_unique<Impl>()
   COHORT_MPI_CHECK(MPI_Comm_size(impl_->node, &impl_->node_size));
 }
 
-MpiSession::~MpiSession() {
-  // Destructors never throw: return codes are ignored here on purpose, MPI is going away.
-  if (impl_->node != MPI_COMM_NULL) MPI_Comm_free(&impl_->node);
-  if (impl_->world != MPI_COMM_NULL) MPI_Comm_free(&impl_->world);
-  int finalized = 0;
-  MPI_Finalized(&finalized);
-  if (impl_->owns_mpi && !finalized) MPI_Finalize();
-  impl_->rendezvous.reset();  // stops ompi-server, which the finalize may still have needed
-}
+MpiSession::~MpiSession() = default;  // ~Impl releases
 
 int MpiSession::rank() const { return impl_->rank; }
 int MpiSession::size() const { return impl_->size; }

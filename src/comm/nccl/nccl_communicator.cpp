@@ -9,11 +9,13 @@
 
 #include <ATen/core/Tensor.h>
 
+#include <mutex>
 #include <vector>
 
 #include "../completion_work.hpp"
 #include "../mpi/mpi_check.hpp"
 #include "../mpi/mpi_session_impl.hpp"
+#include "cuda_handles.hpp"
 #include "nccl_check.hpp"
 #include "nccl_factory.hpp"
 
@@ -57,89 +59,91 @@ ncclRedOp_t nccl_op(ReduceOp op) {
   return ncclSum;
 }
 
-// Completion of one operation: an event recorded on our stream after it.
+// Completion of one operation: an event recorded on our stream after it. test(), wait() and the
+// watchdog's poll() take turns (cudaEventQuery itself is thread-safe; completed() is not).
 class EventWork final : public CompletionWork {
  public:
-  EventWork(cudaEvent_t event, std::function<void()> on_done)
-      : CompletionWork(std::move(on_done)), event_(event) {}
-  ~EventWork() override { cudaEventDestroy(event_); }
+  EventWork(CudaEvent event, std::function<void()> on_done)
+      : CompletionWork(std::move(on_done)), event_(std::move(event)) {}
   bool test() override {
-    if (!done() && cudaEventQuery(event_) == cudaSuccess) completed();
-    return done();
+    std::lock_guard<std::mutex> lock(mutex_);
+    return test_locked();
   }
   void wait() override {
+    std::lock_guard<std::mutex> lock(mutex_);
     if (done()) return;
-    COHORT_CUDA_CHECK(cudaEventSynchronize(event_));
-    COHORT_CUDA_CHECK(cudaStreamWaitEvent(cudaStreamLegacy, event_, 0));
+    COHORT_CUDA_CHECK(cudaEventSynchronize(event_.get()));
+    COHORT_CUDA_CHECK(cudaStreamWaitEvent(cudaStreamLegacy, event_.get(), 0));
     completed();
+  }
+  bool poll() override {
+    std::unique_lock<std::mutex> lock(mutex_, std::try_to_lock);
+    return lock.owns_lock() && test_locked();
   }
 
  private:
-  cudaEvent_t event_;
+  bool test_locked() {
+    if (!done() && cudaEventQuery(event_.get()) == cudaSuccess) completed();
+    return done();
+  }
+  std::mutex mutex_;
+  CudaEvent event_;
 };
 
 class NcclCommunicator final : public Communicator {
  public:
-  NcclCommunicator(ncclComm_t comm, int rank, int size, CommOptions options,
+  // Takes `comm`; the members release the stream, the communicator and the barrier's buffer in
+  // reverse order on every path (the stream is synchronised before the communicator goes).
+  NcclCommunicator(NcclComm comm, int rank, int size, CommOptions options,
                    std::shared_ptr<Watchdog> watchdog)
-      : Communicator(rank, size, options, std::move(watchdog)), comm_(comm) {
+      : Communicator(rank, size, options, std::move(watchdog)), comm_(std::move(comm)) {
     COHORT_CUDA_CHECK(cudaGetDevice(&device_));
-    COHORT_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
-  }
-  ~NcclCommunicator() override {
-    cudaStreamSynchronize(stream_);  // return codes ignored: destructors never throw
-    ncclCommDestroy(comm_);
-    cudaStreamDestroy(stream_);
+    stream_ = make_stream();
   }
   Backend backend() const override { return Backend::kNccl; }
 
  protected:
   WorkPtr run(const Call& call, std::function<void()> on_done) override {
-    cudaEvent_t ready = nullptr;
-    COHORT_CUDA_CHECK(cudaEventCreateWithFlags(&ready, cudaEventDisableTiming));
-    COHORT_CUDA_CHECK(cudaEventRecord(ready, cudaStreamLegacy));
-    COHORT_CUDA_CHECK(cudaStreamWaitEvent(stream_, ready, 0));
-    cudaEventDestroy(ready);
+    const CudaEvent ready = make_event();
+    COHORT_CUDA_CHECK(cudaEventRecord(ready.get(), cudaStreamLegacy));
+    COHORT_CUDA_CHECK(cudaStreamWaitEvent(stream_.get(), ready.get(), 0));
     if (options().debug_check) check_fingerprints(fingerprint(call));
     launch(call);
-    cudaEvent_t done = nullptr;
-    COHORT_CUDA_CHECK(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
-    COHORT_CUDA_CHECK(cudaEventRecord(done, stream_));
-    auto work = std::make_shared<EventWork>(done, std::move(on_done));
+    CudaEvent done = make_event();
+    COHORT_CUDA_CHECK(cudaEventRecord(done.get(), stream_.get()));
+    auto work = std::make_shared<EventWork>(std::move(done), std::move(on_done));
     if (call.blocking) work->wait();
     return work;
   }
-  void drain() override { COHORT_CUDA_CHECK(cudaStreamSynchronize(stream_)); }
+  void drain() override { COHORT_CUDA_CHECK(cudaStreamSynchronize(stream_.get())); }
   bool device_ok(const at::Tensor& t) const override {
     return t.device().is_cuda() && t.device().index() == device_;
   }
   const char* device_name() const override { return "CUDA (this rank's device)"; }
 
   std::unique_ptr<Communicator> make_split(int color, int key) override {
-    ncclComm_t sub = nullptr;
+    ncclComm_t raw = nullptr;
     COHORT_NCCL_CHECK(
-        ncclCommSplit(comm_, color < 0 ? NCCL_SPLIT_NOCOLOR : color, key, &sub, nullptr));
+        ncclCommSplit(comm_.get(), color < 0 ? NCCL_SPLIT_NOCOLOR : color, key, &raw, nullptr));
+    NcclComm sub(raw);  // released if a check below throws
     if (color < 0) return nullptr;
     int rank = 0, size = 0;
-    COHORT_NCCL_CHECK(ncclCommUserRank(sub, &rank));
-    COHORT_NCCL_CHECK(ncclCommCount(sub, &size));
-    return std::make_unique<NcclCommunicator>(sub, rank, size, options(), watchdog());
+    COHORT_NCCL_CHECK(ncclCommUserRank(sub.get(), &rank));
+    COHORT_NCCL_CHECK(ncclCommCount(sub.get(), &size));
+    return std::make_unique<NcclCommunicator>(std::move(sub), rank, size, options(), watchdog());
   }
 
   std::vector<std::int64_t> gather_fingerprints(const std::array<std::int64_t, 4>& mine) override {
     std::vector<std::int64_t> all(4 * static_cast<size_t>(size()));
-    std::int64_t* device = nullptr;
-    COHORT_CUDA_CHECK(
-        cudaMalloc(reinterpret_cast<void**>(&device), all.size() * sizeof(std::int64_t)));
-    cudaMemcpyAsync(device + 4 * rank(), mine.data(), 4 * sizeof(std::int64_t),
-                    cudaMemcpyHostToDevice, stream_);
-    const ncclResult_t rc =
-        ncclAllGather(device + 4 * rank(), device, 4, ncclInt64, comm_, stream_);
-    cudaMemcpyAsync(all.data(), device, all.size() * sizeof(std::int64_t), cudaMemcpyDeviceToHost,
-                    stream_);
-    cudaStreamSynchronize(stream_);
-    cudaFree(device);
-    COHORT_NCCL_CHECK(rc);
+    const DeviceBuffer buffer = make_device_buffer(all.size() * sizeof(std::int64_t));
+    auto* device = static_cast<std::int64_t*>(buffer.get());
+    COHORT_CUDA_CHECK(cudaMemcpyAsync(device + 4 * rank(), mine.data(), 4 * sizeof(std::int64_t),
+                                      cudaMemcpyHostToDevice, stream_.get()));
+    COHORT_NCCL_CHECK(
+        ncclAllGather(device + 4 * rank(), device, 4, ncclInt64, comm_.get(), stream_.get()));
+    COHORT_CUDA_CHECK(cudaMemcpyAsync(all.data(), device, all.size() * sizeof(std::int64_t),
+                                      cudaMemcpyDeviceToHost, stream_.get()));
+    COHORT_CUDA_CHECK(cudaStreamSynchronize(stream_.get()));
     return all;
   }
 
@@ -149,32 +153,36 @@ class NcclCommunicator final : public Communicator {
       case OpKind::kAllReduce: {
         const at::Tensor& t = call.out;
         COHORT_NCCL_CHECK(ncclAllReduce(t.data_ptr(), t.data_ptr(), t.numel(),
-                                        nccl_type(t.scalar_type()), nccl_op(call.op), comm_,
-                                        stream_));
+                                        nccl_type(t.scalar_type()), nccl_op(call.op), comm_.get(),
+                                        stream_.get()));
         break;
       }
       case OpKind::kBroadcast: {
         const at::Tensor& t = call.out;
         COHORT_NCCL_CHECK(ncclBroadcast(t.data_ptr(), t.data_ptr(), t.numel(),
-                                        nccl_type(t.scalar_type()), call.peer, comm_, stream_));
+                                        nccl_type(t.scalar_type()), call.peer, comm_.get(),
+                                        stream_.get()));
         break;
       }
       case OpKind::kAllGather:
         COHORT_NCCL_CHECK(ncclAllGather(call.in.data_ptr(), call.out.data_ptr(), call.in.numel(),
-                                        nccl_type(call.in.scalar_type()), comm_, stream_));
+                                        nccl_type(call.in.scalar_type()), comm_.get(),
+                                        stream_.get()));
         break;
       case OpKind::kReduceScatter:
         COHORT_NCCL_CHECK(ncclReduceScatter(call.in.data_ptr(), call.out.data_ptr(),
                                             call.out.numel(), nccl_type(call.out.scalar_type()),
-                                            nccl_op(call.op), comm_, stream_));
+                                            nccl_op(call.op), comm_.get(), stream_.get()));
         break;
       case OpKind::kSend:  // NCCL has no tags: p2p transfers between two ranks match in order
         COHORT_NCCL_CHECK(ncclSend(call.in.data_ptr(), call.in.numel(),
-                                   nccl_type(call.in.scalar_type()), call.peer, comm_, stream_));
+                                   nccl_type(call.in.scalar_type()), call.peer, comm_.get(),
+                                   stream_.get()));
         break;
       case OpKind::kRecv:
         COHORT_NCCL_CHECK(ncclRecv(call.out.data_ptr(), call.out.numel(),
-                                   nccl_type(call.out.scalar_type()), call.peer, comm_, stream_));
+                                   nccl_type(call.out.scalar_type()), call.peer, comm_.get(),
+                                   stream_.get()));
         break;
       case OpKind::kBarrier:
         barrier_on_stream();
@@ -183,15 +191,16 @@ class NcclCommunicator final : public Communicator {
   }
 
   void barrier_on_stream() {
-    if (barrier_buffer_ == nullptr) COHORT_CUDA_CHECK(cudaMalloc(&barrier_buffer_, sizeof(float)));
-    COHORT_NCCL_CHECK(
-        ncclAllReduce(barrier_buffer_, barrier_buffer_, 1, ncclFloat32, ncclSum, comm_, stream_));
+    if (barrier_buffer_.get() == nullptr) barrier_buffer_ = make_device_buffer(sizeof(float));
+    COHORT_NCCL_CHECK(ncclAllReduce(barrier_buffer_.get(), barrier_buffer_.get(), 1, ncclFloat32,
+                                    ncclSum, comm_.get(), stream_.get()));
   }
 
-  ncclComm_t comm_;
-  cudaStream_t stream_ = nullptr;
+  // Declared so that they go in this order: the buffer, the stream (synchronised), the comm.
+  NcclComm comm_;
+  CudaStream stream_;
   int device_ = 0;
-  void* barrier_buffer_ = nullptr;
+  DeviceBuffer barrier_buffer_;
 };
 
 }  // namespace
@@ -207,9 +216,10 @@ std::unique_ptr<Communicator> make_communicator(const MpiSession& session, CommO
   ncclUniqueId id{};
   if (impl.rank == 0) COHORT_NCCL_CHECK(ncclGetUniqueId(&id));
   COHORT_MPI_CHECK(MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, impl.world));
-  ncclComm_t comm = nullptr;
-  COHORT_NCCL_CHECK(ncclCommInitRank(&comm, impl.size, id, impl.rank));
-  return std::make_unique<NcclCommunicator>(comm, impl.rank, impl.size, options,
+  ncclComm_t raw = nullptr;
+  COHORT_NCCL_CHECK(ncclCommInitRank(&raw, impl.size, id, impl.rank));
+  NcclComm comm(raw);  // released if the communicator's constructor throws
+  return std::make_unique<NcclCommunicator>(std::move(comm), impl.rank, impl.size, options,
                                             std::move(watchdog));
 }
 
