@@ -14,13 +14,14 @@
 #include "cohort/ckpt/inspect.hpp"
 #include "cohort/ckpt/reader.hpp"
 #include "cohort/error.hpp"
-#include "data/h5/file.hpp"
-#include "data/h5/h5_check.hpp"
+#include "cohort/io/files.hpp"
+#include "io/h5/file.hpp"
+#include "io/h5/h5_check.hpp"
 
 namespace cohort::ckpt {
 namespace {
 
-namespace h5 = data::h5;
+namespace h5 = io::h5;
 constexpr const char* kExportFormat = "cohort-checkpoint-export";
 constexpr std::int64_t kExportVersion = 1;
 
@@ -78,8 +79,8 @@ ExportSummary write_hdf5(CheckpointReader& reader, const std::string& tmp,
     for (const auto& [name, entry] : selection(m, options)) {
       at::Tensor t = read_tensor(reader, *entry, options.verify);
       if (entry->dtype == "bfloat16") t = t.to(at::kFloat);  // exact; HDF5 has no bfloat16
-      const data::DType type =
-          entry->dtype == "bfloat16" ? data::DType::kFloat32 : storage_of(entry->dtype);
+      const io::DType type =
+          entry->dtype == "bfloat16" ? io::DType::kFloat32 : storage_of(entry->dtype);
       // A 0-d tensor is stored as one element; its `shape` attribute says "[]".
       const std::int64_t rows = entry->shape.empty() ? 1 : entry->shape[0];
       const std::vector<std::int64_t> inner(entry->shape.begin() + (entry->shape.empty() ? 0 : 1),
@@ -118,7 +119,7 @@ ExportSummary export_checkpoint(const std::string& path, const std::string& out_
                                              : write_hdf5(reader, tmp, options);
     COHORT_CHECK(summary.tensors > 0, UsageError, reader.path(), ": no tensor name starts with '",
                  options.prefix, "'");
-    rename_path(tmp, out_path);
+    io::commit_file(tmp, out_path);
   } catch (...) {  // rethrown: never leave a partial export behind, whatever failed
     std::remove(tmp.c_str());
     throw;

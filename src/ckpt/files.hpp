@@ -1,34 +1,32 @@
-// Internal helpers of the ckpt module: durable file operations and torch dtype names.
+// Internal helpers of the ckpt module: torch dtype names and their storage in HDF5. The file
+// operations (durable writes, small reads, checksums) are the io module's, used through these
+// names.
 #pragma once
 
 #include <c10/core/ScalarType.h>
 
-#include <cstdint>
 #include <string>
-#include <string_view>
-#include <vector>
 
-#include "cohort/data/dataset.hpp"
+#include "cohort/io/checksum.hpp"
+#include "cohort/io/dtype.hpp"
+#include "cohort/io/files.hpp"
 
 namespace cohort::ckpt {
 
-// Writes `text` to `path` (truncating), then fsyncs it. IoError names the file.
-void write_file_synced(const std::string& path, std::string_view text);
-// Reopens a closed file to fsync it (HDF5 closes its own descriptor). IoError names the file.
-void fsync_file(const std::string& path);
-// fsync of a directory, so that renames and new entries in it are durable.
-void fsync_directory(const std::string& path);
-// rename(2) with an IoError naming both paths.
-void rename_path(const std::string& from, const std::string& to);
-std::string read_small_file(const std::string& path, std::size_t limit);
+using io::file_bytes;
+using io::format_checksum;
+using io::fsync_directory;
+using io::fsync_file;
+using io::make_directories;
+using io::parse_checksum;
+using io::read_small_file;
+using io::rename_path;
+using io::shape_text;  // shapes are attributes as text: HDF5 refuses empty array attributes
+using io::write_file_synced;
 
 std::string dtype_name(c10::ScalarType type);  // "float32", ...; IoError for others
 c10::ScalarType scalar_type_of(const std::string& dtype);
 // How a checkpoint dtype is stored in HDF5, which has no bfloat16 or bool (uint16, uint8).
-data::DType storage_of(const std::string& dtype);  // IoError for an unknown dtype
-// "[40, 20]", "[]" for a scalar: shapes are attributes as text, because HDF5 refuses empty array
-// attributes.
-using data::shape_text;
-std::uint64_t parse_checksum(const std::string& text);  // "xxh3-64:<hex>"
+io::DType storage_of(const std::string& dtype);  // IoError for an unknown dtype
 
 }  // namespace cohort::ckpt

@@ -12,8 +12,9 @@
 
 #include "ckpt/files.hpp"
 #include "cohort/ckpt/shard_file.hpp"
-#include "cohort/data/checksum.hpp"
 #include "cohort/error.hpp"
+#include "cohort/io/checksum.hpp"
+#include "cohort/io/files.hpp"
 #include "common/checked_math.hpp"
 
 namespace cohort::ckpt {
@@ -110,7 +111,7 @@ std::vector<std::string> verify_checkpoint(const std::string& step_dir) {
       continue;  // nothing of it is read
     }
     try {
-      const std::int64_t bytes = data::file_bytes(file);
+      const std::int64_t bytes = io::file_bytes(file);
       if (bytes != m.shards[i].bytes) {
         problems.push_back(file + ": " + std::to_string(bytes) + " bytes, the manifest says " +
                            std::to_string(m.shards[i].bytes));

@@ -18,8 +18,9 @@
 #include "cohort/ckpt/shard_plan.hpp"
 #include "cohort/comm/communicator.hpp"
 #include "cohort/config.hpp"
-#include "cohort/data/checksum.hpp"
 #include "cohort/error.hpp"
+#include "cohort/io/checksum.hpp"
+#include "cohort/io/files.hpp"
 
 namespace cohort::ckpt {
 namespace {
@@ -78,7 +79,7 @@ Manifest manifest_of(const SaveRequest& request, const ShardPlan& plan, int worl
     const Slice& slice = plan.slices()[i];
     m.tensors[slice.tensor].slices.push_back(
         {slice.rank, slice.offset, slice.count,
-         data::format_checksum(static_cast<std::uint64_t>(s[i]))});
+         io::format_checksum(static_cast<std::uint64_t>(s[i]))});
   }
   return m;
 }
@@ -92,10 +93,8 @@ void commit(const std::string& dir, const std::string& tmp, const std::string& f
   if (std::filesystem::exists(final_dir, error)) std::filesystem::remove_all(final_dir, error);
   rename_path(tmp, final_dir);
   fsync_directory(dir);
-  const std::string latest_tmp = dir + "/latest.tmp-" + std::to_string(::getpid());
-  write_file_synced(latest_tmp, step_dir_name(m.step) + "\n");
-  rename_path(latest_tmp, dir + "/latest");
-  fsync_directory(dir);
+  // Through latest.tmp-<pid>, the name clean_partial() knows.
+  io::write_file_atomically(dir + "/latest", step_dir_name(m.step) + "\n");
 }
 
 std::vector<TensorSpec> specs_of(const SaveRequest& request) {
@@ -168,15 +167,11 @@ std::vector<at::Tensor> flat_by_plan(const SaveRequest& request, const ShardPlan
 }
 
 // Names this save attempt, the same on every rank: a requeued job never writes into a leftover.
-std::string attempt_tag(comm::Communicator& comm) {
+std::string attempt_tag(const SaveRequest& request, comm::Communicator& comm) {
   at::Tensor pid = at::zeros({1}, at::kLong);
   pid[0] = static_cast<std::int64_t>(::getpid());
-  comm.broadcast(pid, 0);
-  const char* job = std::getenv("SLURM_JOB_ID");
-  const char* restarts = std::getenv("SLURM_RESTART_COUNT");
-  if (job != nullptr && *job != '\0') {
-    return std::string(job) + "-" + (restarts != nullptr && *restarts ? restarts : "0");
-  }
+  comm.broadcast(pid, 0);  // every rank takes part, whichever name is used
+  if (!request.attempt.empty()) return request.attempt;
   return std::to_string(pid.item<std::int64_t>());
 }
 
@@ -236,7 +231,7 @@ std::string save_checkpoint(const std::string& dir, const SaveRequest& request,
 
 std::string save_checkpoint(const std::string& dir, const SaveRequest& request,
                             const ShardPlan& plan, comm::Communicator& comm) {
-  const std::string tag = attempt_tag(comm);
+  const std::string tag = attempt_tag(request, comm);
   const int rank = comm.rank(), world = comm.size();
   const std::vector<at::Tensor> flat = flat_by_plan(request, plan);
   const std::string final_dir = dir + "/" + step_dir_name(request.step);
@@ -246,7 +241,7 @@ std::string save_checkpoint(const std::string& dir, const SaveRequest& request,
   at::Tensor sums = at::zeros({static_cast<std::int64_t>(n) + world + 1}, at::kLong);
   std::string failure;
   try {
-    data::make_directories(tmp);
+    io::make_directories(tmp);
     const std::string path = tmp + "/" + shard_name(rank, world);
     const auto mine = write_own_shard(path, plan, flat, request, rank);
     auto* s = sums.data_ptr<std::int64_t>();
@@ -254,7 +249,7 @@ std::string save_checkpoint(const std::string& dir, const SaveRequest& request,
     for (std::size_t i = 0; i < n; ++i) {
       if (plan.slices()[i].rank == rank) s[i] = static_cast<std::int64_t>(mine[k++]);
     }
-    s[n + static_cast<std::size_t>(rank)] = data::file_bytes(path);
+    s[n + static_cast<std::size_t>(rank)] = io::file_bytes(path);
   } catch (const IoError& e) {
     failure = e.what();
     sums[static_cast<std::int64_t>(n) + world] = 1;

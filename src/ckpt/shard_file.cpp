@@ -8,26 +8,29 @@
 #include <thread>
 
 #include "ckpt/files.hpp"
-#include "cohort/data/checksum.hpp"
-#include "cohort/data/dataset.hpp"
+#include "cohort/env/environment.hpp"
 #include "cohort/error.hpp"
-#include "data/h5/file.hpp"
-#include "data/h5/h5_check.hpp"
+#include "cohort/io/checksum.hpp"
+#include "cohort/io/dtype.hpp"
+#include "cohort/io/files.hpp"
+#include "io/h5/file.hpp"
+#include "io/h5/h5_check.hpp"
 
 namespace cohort::ckpt {
 namespace {
 
-namespace h5 = data::h5;
+namespace h5 = io::h5;
 constexpr const char* kShardFormat = "cohort-checkpoint-shard";
 constexpr std::int64_t kShardVersion = 1;
 
-// Test hook (tests/train/resume.sh): with COHORT_TEST_STALL_SHARD_WRITE=<step>, the save of that
-// step stops after the first slice of each shard, its file open and flushed half-written, leaves
-// <shard>.stalled beside it and sleeps, so that a test can SIGKILL the job in the middle of a
-// shard write every time rather than by luck.
+// The ckpt module's fault point (tests/train/resume.sh; docs/testing-hostile-input.md lists them
+// all): with COHORT_TEST_STALL_SHARD_WRITE=<step>, the save of that step stops after the first
+// slice of each shard, its file open and flushed half-written, leaves <shard>.stalled beside it
+// and sleeps, so that a test can SIGKILL the job in the middle of a shard write every time rather
+// than by luck. Inert unless the variable is set.
 void stall_if_asked(hid_t file, const std::string& path, std::int64_t step) {
-  const char* hook = std::getenv("COHORT_TEST_STALL_SHARD_WRITE");
-  if (hook == nullptr || std::to_string(step) != hook) return;
+  const auto hook = env::Environment::from_process().get("COHORT_TEST_STALL_SHARD_WRITE");
+  if (!hook || std::to_string(step) != *hook) return;
   {
     auto lock = h5::h5_lock();
     COHORT_H5_CHECK(H5Fflush(file, H5F_SCOPE_LOCAL), path);
@@ -39,11 +42,11 @@ void stall_if_asked(hid_t file, const std::string& path, std::int64_t step) {
 }  // namespace
 
 std::int64_t dtype_bytes(const std::string& dtype) {
-  return static_cast<std::int64_t>(data::dtype_size(storage_of(dtype)));
+  return static_cast<std::int64_t>(io::dtype_size(storage_of(dtype)));
 }
 
 std::string bytes_checksum(const void* data, std::size_t bytes) {
-  return data::format_checksum(XXH3_64bits(data, bytes));
+  return io::format_checksum(XXH3_64bits(data, bytes));
 }
 
 std::vector<std::string> write_shard(const std::string& path, const ShardHeader& header,
@@ -66,8 +69,8 @@ std::vector<std::string> write_shard(const std::string& path, const ShardHeader&
       COHORT_CHECK(s.name.find('/') == std::string::npos && !s.name.empty(), IoError, path,
                    ": tensor name '", s.name, "' is empty or contains '/'");
       const std::string where = path + ": slice " + s.name;
-      const data::DType type = storage_of(s.dtype);
-      const std::size_t bytes = static_cast<std::size_t>(s.count) * data::dtype_size(type);
+      const io::DType type = storage_of(s.dtype);
+      const std::size_t bytes = static_cast<std::size_t>(s.count) * io::dtype_size(type);
       checksums.push_back(bytes_checksum(s.data, bytes));
       h5::Hid set = h5::create_dataset(file.get(), "slices/" + s.name, type, s.count, {}, 0, where);
       h5::write_rows(set.get(), 0, s.count, type, s.data, where);
@@ -77,9 +80,9 @@ std::vector<std::string> write_shard(const std::string& path, const ShardHeader&
       if (&s == &slices.front()) stall_if_asked(file.get(), path, header.step);
     }
     const auto state_bytes = static_cast<std::int64_t>(rank_state.size());
-    h5::Hid state = h5::create_dataset(file.get(), "rank_state", data::DType::kUInt8, state_bytes,
-                                       {}, 1 << 20, path + ": rank_state");
-    h5::write_rows(state.get(), 0, state_bytes, data::DType::kUInt8, rank_state.data(),
+    h5::Hid state = h5::create_dataset(file.get(), "rank_state", io::DType::kUInt8, state_bytes, {},
+                                       1 << 20, path + ": rank_state");
+    h5::write_rows(state.get(), 0, state_bytes, io::DType::kUInt8, rank_state.data(),
                    path + ": rank_state");
   }  // closed here, before the fsync
   fsync_file(path);
@@ -145,11 +148,11 @@ std::string ShardReader::rank_state() const {
   const std::string where = impl_->path + ": rank_state";
   h5::Hid set = h5::open_dataset(impl_->file.get(), "rank_state", where);
   const auto extent = h5::dims(set.get(), where);
-  COHORT_CHECK(extent.size() == 1 && extent[0] <= data::file_bytes(impl_->path), IoError, where,
+  COHORT_CHECK(extent.size() == 1 && extent[0] <= io::file_bytes(impl_->path), IoError, where,
                ": shape ", shape_text(extent), " is not a byte string this file can hold");
   const auto n = extent[0];
   std::string bytes(static_cast<std::size_t>(n), '\0');
-  h5::read_runs(set.get(), {h5::Run{0, n}}, data::DType::kUInt8, bytes.data(), H5P_DEFAULT, false,
+  h5::read_runs(set.get(), {h5::Run{0, n}}, io::DType::kUInt8, bytes.data(), H5P_DEFAULT, false,
                 where);
   return bytes;
 }

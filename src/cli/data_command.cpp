@@ -7,10 +7,13 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
-#include "cohort/data/checksum.hpp"
 #include "cohort/data/loader.hpp"
 #include "cohort/data/tools.hpp"
+#include "cohort/env/environment.hpp"
+#include "cohort/env/system_info.hpp"
 #include "cohort/error.hpp"
+#include "cohort/io/checksum.hpp"
+#include "cohort/io/files.hpp"
 #include "command.hpp"
 
 namespace po = boost::program_options;
@@ -186,14 +189,10 @@ int checksum(const std::vector<std::string>& args) {
   positional.add("file", -1);
   po::variables_map vm;
   if (parse(args, desc, positional, vm, "cohort data checksum FILE...")) return 0;
-  const char* node = std::getenv("SLURMD_NODENAME");
-  char host[256] = {};
-  if (node == nullptr) {
-    ::gethostname(host, sizeof host - 1);
-    node = host;
-  }
+  const std::string node =
+      env::Environment::from_process().get("SLURMD_NODENAME").value_or(env::hostname());
   for (const auto& file : files) {
-    std::cout << node << "\t" << data::file_bytes(file) << "\t" << data::file_checksum(file) << "\t"
+    std::cout << node << "\t" << io::file_bytes(file) << "\t" << io::file_checksum(file) << "\t"
               << file << "\n";
   }
   return 0;

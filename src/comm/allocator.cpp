@@ -6,15 +6,17 @@
 #include <cstring>
 #include <mutex>
 
+#include "cohort/env/environment.hpp"
+
 namespace cohort::comm {
 
 AllocatorTuning tune_allocator(bool wanted) {
   static AllocatorTuning result;
   static std::once_flag once;
   std::call_once(once, [wanted] {
-    const char* setting = std::getenv("COHORT_MALLOC_TUNING");
-    const bool forced_off = setting != nullptr && std::strcmp(setting, "0") == 0;
-    const bool forced_on = setting != nullptr && std::strcmp(setting, "1") == 0;
+    const auto setting = env::Environment::from_process().get("COHORT_MALLOC_TUNING");
+    const bool forced_off = setting == std::optional<std::string>("0");
+    const bool forced_on = setting == std::optional<std::string>("1");
     if (forced_off || (!wanted && !forced_on)) {
       result = {false, forced_off ? "off (COHORT_MALLOC_TUNING=0)" : "off (train.malloc_tuning)"};
       return;

@@ -15,10 +15,11 @@
 #include <functional>
 
 #include "cohort/comm/allocator.hpp"
-#include "cohort/data/checksum.hpp"
 #include "cohort/data/loader.hpp"
 #include "cohort/data/tools.hpp"
 #include "cohort/error.hpp"
+#include "cohort/io/checksum.hpp"
+#include "cohort/io/files.hpp"
 
 namespace cohort::data {
 namespace {
@@ -213,7 +214,7 @@ IoBenchResult bench_io(const IoBenchOptions& o) {
     s.image_size = o.image_size;
     make_synthetic(temporary.path, s);
   }
-  for (const auto& f : shard_paths(result.dataset)) result.file_bytes += file_bytes(f);
+  for (const auto& f : shard_paths(result.dataset)) result.file_bytes += io::file_bytes(f);
   const DatasetInfo info = describe(result.dataset);
   result.samples = info.num_samples;
   result.rows = throughput(result.dataset, o, result.samples);

@@ -10,13 +10,14 @@
 #include <optional>
 
 #include "cohort/error.hpp"
-#include "common/unique_fd.hpp"
+#include "cohort/io/unique_fd.hpp"
 #include "data/convert.hpp"
-#include "data/h5/file.hpp"
-#include "data/h5/mpio.hpp"
-#include "data/h5/row_locator.hpp"
+#include "data/mpio_access.hpp"
+#include "io/h5/file.hpp"
+#include "io/h5/row_locator.hpp"
 
 namespace cohort::data {
+namespace h5 = io::h5;
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -48,7 +49,7 @@ IoDriver parse_io_driver(const std::string& name) {
 struct BatchReader::Impl {
   DatasetInfo info;
   ReaderOptions options;
-  std::optional<h5::MpioAccess> mpio;
+  std::optional<MpioAccess> mpio;
   std::vector<Shard> shards;
   ReadStats stats;
   BufferPool pool;  // batch and staging buffers, recycled once released

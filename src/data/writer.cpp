@@ -9,9 +9,11 @@
 
 #include "cohort/config.hpp"
 #include "cohort/error.hpp"
-#include "data/h5/file.hpp"
+#include "cohort/io/files.hpp"
+#include "io/h5/file.hpp"
 
 namespace cohort::data {
+namespace h5 = io::h5;
 
 struct DatasetWriter::Handles {
   h5::Hid file;
@@ -117,13 +119,11 @@ DatasetInfo DatasetWriter::commit() {
   } catch (const IoError& e) {
     problem = e.what();
   }
-  if (problem.empty() && std::rename(temp_path_.c_str(), path_.c_str()) != 0) {
-    problem = "cannot rename " + temp_path_ + " into place: " + std::strerror(errno);
-  }
   if (!problem.empty()) {
     std::remove(temp_path_.c_str());
     COHORT_THROW(IoError, path_, ": not written: ", problem);
   }
+  io::commit_file(temp_path_, path_);            // durable; removes the temporary if it fails
   info.path = info.shards.front().path = path_;  // described under its temporary name
   return info;
 }

@@ -8,6 +8,8 @@
 #include <cstdlib>
 #include <memory>
 
+#include "cohort/env/environment.hpp"
+
 namespace cohort::env {
 namespace {
 
@@ -49,7 +51,7 @@ int set_blas_threads(int threads) {
   const auto get = reinterpret_cast<GetFn>(dlsym(RTLD_DEFAULT, "openblas_get_num_threads"));
   const auto set = reinterpret_cast<SetFn>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"));
   if (set != nullptr && get != nullptr) {
-    if (std::getenv("OPENBLAS_NUM_THREADS") == nullptr) set(threads);
+    if (!Environment::from_process().has("OPENBLAS_NUM_THREADS")) set(threads);
     return get();
   }
   return 0;

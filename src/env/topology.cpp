@@ -56,22 +56,6 @@ void check_ranks(const Topology& t, const std::string& who) {
                " exceeds the world size ", t.world_size);
 }
 
-std::optional<SlurmJob> read_slurm_job(const Environment& env) {
-  const auto job_id = env.get("SLURM_JOB_ID") ? env.get("SLURM_JOB_ID") : env.get("SLURM_JOBID");
-  if (!job_id) return std::nullopt;
-  COHORT_CHECK(!job_id->empty(), EnvironmentError, "environment variable SLURM_JOB_ID is empty");
-  SlurmJob job;
-  job.job_id = *job_id;
-  job.step_id = env.get("SLURM_STEP_ID") ? env.get("SLURM_STEP_ID") : env.get("SLURM_STEPID");
-  job.array_job_id = env.get("SLURM_ARRAY_JOB_ID");
-  job.array_task_id = env.get("SLURM_ARRAY_TASK_ID");
-  COHORT_CHECK(job.array_job_id.has_value() == job.array_task_id.has_value(), EnvironmentError,
-               "SLURM_ARRAY_JOB_ID and SLURM_ARRAY_TASK_ID must be set together");
-  job.restart_count = get_count(env, "SLURM_RESTART_COUNT").value_or(0);
-  job.job_nodelist = env.get("SLURM_JOB_NODELIST").value_or(env.get("SLURM_NODELIST").value_or(""));
-  return job;
-}
-
 // True when this process is a task of a real srun step (not the batch script or extern step).
 bool in_slurm_step(const Environment& env, const std::optional<SlurmJob>& job) {
   if (!job || !job->step_id) return false;
@@ -229,6 +213,22 @@ void detect_launcher(const Environment& env, Topology& t) {
 }
 
 }  // namespace
+
+std::optional<SlurmJob> read_slurm_job(const Environment& env) {
+  const auto job_id = env.get("SLURM_JOB_ID") ? env.get("SLURM_JOB_ID") : env.get("SLURM_JOBID");
+  if (!job_id) return std::nullopt;
+  COHORT_CHECK(!job_id->empty(), EnvironmentError, "environment variable SLURM_JOB_ID is empty");
+  SlurmJob job;
+  job.job_id = *job_id;
+  job.step_id = env.get("SLURM_STEP_ID") ? env.get("SLURM_STEP_ID") : env.get("SLURM_STEPID");
+  job.array_job_id = env.get("SLURM_ARRAY_JOB_ID");
+  job.array_task_id = env.get("SLURM_ARRAY_TASK_ID");
+  COHORT_CHECK(job.array_job_id.has_value() == job.array_task_id.has_value(), EnvironmentError,
+               "SLURM_ARRAY_JOB_ID and SLURM_ARRAY_TASK_ID must be set together");
+  job.restart_count = get_count(env, "SLURM_RESTART_COUNT").value_or(0);
+  job.job_nodelist = env.get("SLURM_JOB_NODELIST").value_or(env.get("SLURM_NODELIST").value_or(""));
+  return job;
+}
 
 const char* to_string(Launcher launcher) {
   switch (launcher) {

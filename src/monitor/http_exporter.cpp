@@ -16,8 +16,9 @@
 #include <nlohmann/json.hpp>
 
 #include "cohort/config.hpp"
+#include "cohort/env/environment.hpp"
 #include "cohort/error.hpp"
-#include "common/unique_fd.hpp"
+#include "cohort/io/unique_fd.hpp"
 
 extern char** environ;
 
@@ -26,7 +27,7 @@ namespace {
 
 // COHORT_EXPORTER, else next to the running executable, else the install prefix, else PATH.
 std::string exporter_path() {
-  if (const char* set = std::getenv("COHORT_EXPORTER")) return set;
+  if (auto set = env::Environment::from_process().get("COHORT_EXPORTER")) return *set;
   std::error_code error;
   const auto self = std::filesystem::read_symlink("/proc/self/exe", error);
   if (!error) {

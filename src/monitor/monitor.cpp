@@ -12,6 +12,7 @@
 
 #include "cohort/comm/communicator.hpp"
 #include "cohort/error.hpp"
+#include "cohort/io/files.hpp"
 #include "cohort/monitor/http_exporter.hpp"
 
 namespace cohort::monitor {
@@ -35,11 +36,6 @@ std::vector<std::string> gather_hosts(comm::Communicator& control) {
   return hosts;
 }
 
-std::string env_or(const char* name, const std::string& fallback) {
-  const char* v = std::getenv(name);
-  return v != nullptr && *v != '\0' ? v : fallback;
-}
-
 }  // namespace
 
 struct Monitor::Http {
@@ -55,7 +51,7 @@ Monitor::Monitor(MonitorOptions options, comm::Communicator& control,
       local0_(local_rank == 0),
       hosts_(gather_hosts(control)),
       http_(std::make_unique<Http>()) {
-  labels_ = {{"job", env_or("SLURM_JOB_ID", "local")},
+  labels_ = {{"job", options_.job_id.empty() ? "local" : options_.job_id},
              {"run", std::filesystem::path(options_.run_dir).filename().string()}};
   if (rank0_) {
     jsonl_ = std::make_unique<JsonlSink>(options_.run_dir + "/metrics.jsonl", options_.append);
@@ -69,8 +65,8 @@ Monitor::Monitor(MonitorOptions options, comm::Communicator& control,
                           {"total_steps", options_.total_steps},
                           {"monitor", options_.enabled},
                           {"summary_every", options_.summary_every},
-                          {"job_id", env_or("SLURM_JOB_ID", "")},
-                          {"restart", std::atoi(env_or("SLURM_RESTART_COUNT", "0").c_str())}};
+                          {"job_id", options_.job_id},
+                          {"restart", options_.restart_count}};
     for (auto& [k, v] : options_.run_info.items()) run[k] = v;
     jsonl_->write(std::move(run));
     JsonlSink* sink = jsonl_.get();
@@ -193,7 +189,8 @@ void Monitor::summarize(bool final) {
       prom_written_ = now;
       std::filesystem::path path(options_.prom_file);
       if (path.is_relative()) path = std::filesystem::path(options_.run_dir) / path;
-      write_file_atomically(path.string(), prometheus_text(samples));
+      // Rewritten every few seconds: atomic for scrapers, not worth an fsync each time.
+      io::write_file_atomically(path.string(), prometheus_text(samples), io::Durability::kAtomic);
     }
   }
   if (!rank0_) return;

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "cohort/env/environment.hpp"
 #include "cohort/error.hpp"
 
 namespace cohort::monitor {
@@ -180,35 +181,13 @@ std::string prometheus_text(const std::vector<MetricSample>& samples) {
   return out;
 }
 
-void write_file_atomically(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp." + std::to_string(getpid());
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    COHORT_CHECK(out.is_open(), IoError, tmp, ": cannot open for writing");
-    out << text;
-    out.flush();
-    COHORT_CHECK(out.good(), IoError, tmp, ": write failed");
-  }
-  std::error_code error;
-  std::filesystem::rename(tmp, path, error);
-  if (error) std::filesystem::remove(tmp, error);
-  COHORT_CHECK(!error, IoError, path, ": cannot replace: ", error.message());
-}
-
-ConsoleMode parse_console_mode(const std::string& text) {
-  if (text == "bar") return ConsoleMode::kBar;
-  if (text == "lines") return ConsoleMode::kLines;
-  COHORT_CHECK(text == "auto", ConfigError, "monitor.console: '", text,
-               "' is not one of auto, bar, lines");
-  return ConsoleMode::kAuto;
-}
-
 // Auto: a terminal gets the bar. Ranks started by mpirun always write to a pseudo-terminal, so
 // there the answer comes from COHORT_STDOUT_TTY, which `cohort launch` and `cohort supervise`
 // set from their own standard output; without it, plain lines.
 static bool console_is_terminal(std::FILE* out) {
-  if (const char* said = std::getenv("COHORT_STDOUT_TTY")) return said[0] == '1';
-  if (std::getenv("OMPI_COMM_WORLD_SIZE") != nullptr) return false;
+  const auto environment = env::Environment::from_process();
+  if (const auto said = environment.get("COHORT_STDOUT_TTY")) return said->rfind('1', 0) == 0;
+  if (environment.has("OMPI_COMM_WORLD_SIZE")) return false;
   return isatty(fileno(out)) != 0;
 }
 

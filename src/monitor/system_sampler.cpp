@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "cohort/env/environment.hpp"
+
 namespace cohort::monitor {
 namespace {
 
@@ -117,8 +119,8 @@ void GpuSampler::Impl::open(int cuda_device) {
     shutdown = nullptr;
     return;
   }
-  const char* visible_env = std::getenv("CUDA_VISIBLE_DEVICES");
-  const std::string visible = visible_env ? visible_env : "";
+  const std::string visible =
+      env::Environment::from_process().get("CUDA_VISIBLE_DEVICES").value_or("");
   const int index = nvml_index(cuda_device, visible);
   NvmlReturn got = 1;
   if (index >= 0) {

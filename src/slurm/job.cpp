@@ -6,6 +6,7 @@
 #include <sstream>
 #include <vector>
 
+#include "cohort/env/topology.hpp"
 #include "slurm/slurm_check.hpp"
 
 namespace cohort::slurm {
@@ -47,14 +48,14 @@ struct ArrayRespFree {
 
 JobIdentity current_job(const env::Environment& environment) {
   JobIdentity job;
-  const auto id = environment.get("SLURM_JOB_ID");
-  job.in_job = id.has_value() && !id->empty();
+  const auto slurm = env::read_slurm_job(environment);  // the one reader of the job's identity
+  job.in_job = slurm.has_value();
   if (!job.in_job) return job;
-  job.job_id = *id;
-  const auto array_job = environment.get("SLURM_ARRAY_JOB_ID");
-  const auto array_task = environment.get("SLURM_ARRAY_TASK_ID");
-  job.target = array_job && array_task ? *array_job + "_" + *array_task : job.job_id;
-  job.restart_count = static_cast<int>(environment.get_int("SLURM_RESTART_COUNT").value_or(0));
+  job.job_id = slurm->job_id;
+  job.target = slurm->array_job_id && slurm->array_task_id
+                   ? *slurm->array_job_id + "_" + *slurm->array_task_id
+                   : job.job_id;
+  job.restart_count = slurm->restart_count;
   return job;
 }
 

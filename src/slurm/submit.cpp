@@ -10,7 +10,7 @@
 #include <sstream>
 
 #include "cohort/error.hpp"
-#include "common/unique_fd.hpp"
+#include "cohort/io/unique_fd.hpp"
 
 namespace cohort::slurm {
 namespace {

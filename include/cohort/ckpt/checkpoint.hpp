@@ -55,6 +55,9 @@ struct SaveRequest {
   int nodes = 1;
   std::vector<NamedTensor> tensors;  // a name means the same dtype, shape and value everywhere
   std::string rank_state;            // this rank's own bytes (sampler, RNG)
+  // Names this save attempt, the same on every rank (the trainer: "<job id>-<restart count>"
+  // inside Slurm); empty: rank 0's process id, broadcast.
+  std::string attempt;
 };
 
 // Collective: who writes which slices, from every rank's tensors (names, dtypes, shapes). The
@@ -69,8 +72,8 @@ ShardPlan plan_checkpoint(const SaveRequest& request, comm::Communicator& comm);
 SaveRequest snapshot_own_part(const SaveRequest& request, const ShardPlan& plan, int rank);
 
 // Collective. Returns the committed directory (<dir>/step-<N>). The temporary directory is
-// step-<N>.tmp-<tag>, the tag being "<SLURM_JOB_ID>-<SLURM_RESTART_COUNT>" inside Slurm and rank
-// 0's process id elsewhere (broadcast, so every rank writes into the same one).
+// step-<N>.tmp-<tag>, the tag being request.attempt, or rank 0's process id when it is empty
+// (broadcast, so every rank writes into the same one).
 std::string save_checkpoint(const std::string& dir, const SaveRequest& request,
                             comm::Communicator& comm);
 // The same with a plan made by plan_checkpoint() for this request's tensors.

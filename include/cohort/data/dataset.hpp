@@ -12,17 +12,19 @@
 #include <string>
 #include <vector>
 
+#include "cohort/io/dtype.hpp"
+
 namespace cohort::data {
 
 inline constexpr int kFormatVersion = 1;
 inline constexpr std::size_t kDefaultChunkBytes = 1u << 20;
 
-enum class DType { kUInt8, kUInt16, kInt32, kInt64, kFloat16, kFloat32, kFloat64 };
-std::string to_string(DType dtype);
-std::size_t dtype_size(DType dtype);
-// "[60000, 28, 28]", for messages.
-std::string shape_text(const std::vector<std::int64_t>& shape);
-DType parse_dtype(const std::string& name);  // "uint8", "float32", ...; throws UsageError
+// Element types and shape text are the io module's (checkpoints store the same types).
+using io::DType;
+using io::dtype_size;
+using io::parse_dtype;
+using io::shape_text;
+using io::to_string;
 
 enum class DatasetKind { kSamples, kTokens };
 std::string to_string(DatasetKind kind);

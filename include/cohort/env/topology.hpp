@@ -66,5 +66,9 @@ struct Topology {
 // Derives the topology from `environment`. Throws EnvironmentError on malformed or conflicting
 // input.
 Topology detect(const Environment& environment);
+// The Slurm job this process belongs to (nullopt outside one): the one reader of the job's
+// identity (id, array, restart count), which slurm::current_job and the trainer build on.
+// EnvironmentError for an inconsistent one (an empty id, half an array).
+std::optional<SlurmJob> read_slurm_job(const Environment& environment);
 
 }  // namespace cohort::env

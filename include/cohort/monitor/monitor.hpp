@@ -50,6 +50,8 @@ struct MonitorOptions {
   Thresholds thresholds;
   ModelCost cost;
   int cuda_device = -1;     // the GPU this rank uses, for NVML (-1: none)
+  std::string job_id;       // the Slurm job ("": not in one), for labels and the "run" record
+  int restart_count = 0;    // SLURM_RESTART_COUNT of this run
   nlohmann::json run_info;  // extra fields of the "run" record
 };
 

@@ -4,9 +4,9 @@
 //    are flushed at once, except step records: those are flushed at least once a second (and
 //    with the next record of any other kind), so that a fast step does not pay a system call.
 //  - Prometheus text: metric_samples() turns a summary into gauges; prometheus_text() renders
-//    them in the text exposition format, and write_file_atomically() replaces the textfile the
-//    way node_exporter's textfile collector needs (a temporary file in the same directory, then
-//    rename), so a scrape never sees half a file.
+//    them in the text exposition format; the monitor replaces the textfile through
+//    io::write_file_atomically (a temporary in the same directory, then rename), the way
+//    node_exporter's textfile collector needs, so a scrape never sees half a file.
 //  - ConsoleSink: rank 0's console. On a terminal, one progress line redrawn in place (step/total,
 //    ETA, loss, throughput); otherwise (Slurm's output files) plain grep-friendly lines every
 //    train.log_every steps. Other lines (evaluations, events) go through line(), which clears the
@@ -60,11 +60,8 @@ std::vector<MetricSample> metric_samples(const Summary& summary, std::int64_t to
                                          const std::map<std::string, std::string>& labels,
                                          const std::vector<std::string>& active_rules);
 std::string prometheus_text(const std::vector<MetricSample>& samples);
-// Writes `text` to `path` through `path`.tmp.<pid> and rename(2). Throws IoError.
-void write_file_atomically(const std::string& path, const std::string& text);
 
 enum class ConsoleMode { kAuto, kBar, kLines };
-ConsoleMode parse_console_mode(const std::string& text);  // "auto" | "bar" | "lines"
 
 class ConsoleSink {
  public:

@@ -14,6 +14,7 @@
 #include <fstream>
 #include <thread>
 
+#include "cohort/env/environment.hpp"
 #include "cohort/error.hpp"
 #include "mpi_check.hpp"
 
@@ -115,13 +116,11 @@ Rendezvous::Rendezvous(const env::Topology& t)
   COHORT_CHECK(!master_addr_.empty() && master_port_ > 0, EnvironmentError, "WORLD_SIZE=", size_,
                " (", env::to_string(t.launcher), ") needs MASTER_ADDR and MASTER_PORT: where rank ",
                "0 waits for the others");
-  if (const char* text = std::getenv("COHORT_RENDEZVOUS_TIMEOUT_S")) {
-    char* end = nullptr;
-    const long seconds = std::strtol(text, &end, 10);
-    COHORT_CHECK(*text != '\0' && *end == '\0' && seconds > 0, EnvironmentError,
-                 "COHORT_RENDEZVOUS_TIMEOUT_S='", text, "' is not a positive number of seconds");
-    timeout_ = std::chrono::seconds(seconds);
+  const auto environment = env::Environment::from_process();
+  if (const auto seconds = environment.get_int("COHORT_RENDEZVOUS_TIMEOUT_S", 1, 1L << 31)) {
+    timeout_ = std::chrono::seconds(*seconds);
   }
+  tmpdir_ = environment.get("TMPDIR").value_or("");
 }
 
 Rendezvous::~Rendezvous() {
@@ -134,8 +133,7 @@ Rendezvous::~Rendezvous() {
 
 // Rank 0: ompi-server in the foreground of a child process, its URI read from the file it writes.
 void Rendezvous::start_server() {
-  const char* tmp = std::getenv("TMPDIR");
-  uri_file_ = std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") + "/cohort-ompi-server-" +
+  uri_file_ = (tmpdir_.empty() ? std::string("/tmp") : tmpdir_) + "/cohort-ompi-server-" +
               std::to_string(::getpid()) + ".uri";
   ::unlink(uri_file_.c_str());
   server_pid_ = ::fork();

@@ -21,7 +21,7 @@
 #include <string>
 
 #include "cohort/env/topology.hpp"
-#include "common/unique_fd.hpp"
+#include "cohort/io/unique_fd.hpp"
 
 namespace cohort::comm {
 
@@ -48,7 +48,8 @@ class Rendezvous {
   std::chrono::seconds timeout_;
   pid_t server_pid_ = -1;  // rank 0: ompi-server
   std::string server_uri_, port_name_, uri_file_;
-  UniqueFd listener_;  // rank 0
+  std::string tmpdir_;  // TMPDIR, read with the other settings in the constructor
+  UniqueFd listener_;   // rank 0
 };
 
 }  // namespace cohort::comm

@@ -2,10 +2,11 @@
 #include <algorithm>
 #include <cmath>
 
-#include "cohort/data/checksum.hpp"
 #include "cohort/data/tools.hpp"
 #include "cohort/data/writer.hpp"
 #include "cohort/error.hpp"
+#include "cohort/io/checksum.hpp"
+#include "cohort/io/files.hpp"
 #include "data/tools/parsers.hpp"
 
 namespace cohort::data {
@@ -16,7 +17,7 @@ void record_sources(WriterSpec& spec, const std::string& what,
   spec.source = what + ":";
   for (const auto& file : files) {
     spec.source += " " + file;
-    spec.source_checksum += (spec.source_checksum.empty() ? "" : " ") + file_checksum(file);
+    spec.source_checksum += (spec.source_checksum.empty() ? "" : " ") + io::file_checksum(file);
   }
 }
 

@@ -11,9 +11,10 @@
 #include "cohort/data/tools.hpp"
 #include "cohort/data/writer.hpp"
 #include "cohort/error.hpp"
-#include "data/h5/file.hpp"
+#include "io/h5/file.hpp"
 
 namespace cohort::data {
+namespace h5 = io::h5;
 namespace {
 
 void copy_samples(BatchReader& reader, std::vector<std::int64_t> indices, const std::string& out,

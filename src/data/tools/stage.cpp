@@ -14,10 +14,12 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "cohort/data/checksum.hpp"
 #include "cohort/data/tools.hpp"
+#include "cohort/env/environment.hpp"
 #include "cohort/error.hpp"
-#include "common/unique_fd.hpp"
+#include "cohort/io/checksum.hpp"
+#include "cohort/io/files.hpp"
+#include "cohort/io/unique_fd.hpp"
 
 extern char** environ;
 
@@ -65,15 +67,14 @@ void copy_file(const std::string& from, const std::string& to) {
   std::error_code error;
   fs::copy_file(from, temp, fs::copy_options::overwrite_existing, error);
   COHORT_CHECK(!error, IoError, "stage: cannot copy ", from, " to ", temp, ": ", error.message());
-  fs::rename(temp, to, error);
-  COHORT_CHECK(!error, IoError, "stage: cannot rename ", temp, ": ", error.message());
+  io::commit_file(temp, to);  // durable; removes the temporary if it fails
 }
 
 std::vector<std::string> srun_per_node(const std::vector<std::string>& command) {
   std::vector<std::string> argv{"srun", "--ntasks-per-node=1", "--kill-on-bad-exit=1"};
-  if (const char* nodes = std::getenv("SLURM_JOB_NUM_NODES")) {
-    argv.push_back(std::string("--nodes=") + nodes);
-    argv.push_back(std::string("--ntasks=") + nodes);
+  if (const auto nodes = env::Environment::from_process().get("SLURM_JOB_NUM_NODES")) {
+    argv.push_back("--nodes=" + *nodes);
+    argv.push_back("--ntasks=" + *nodes);
   }
   argv.insert(argv.end(), command.begin(), command.end());
   return argv;
@@ -134,20 +135,20 @@ StageResult stage(const std::string& source, const std::string& dest_dir,
     StagedFile staged;
     staged.source = file;
     staged.destination = target_dir + "/" + fs::path(file).filename().string();
-    staged.bytes = file_bytes(file);
-    staged.checksum = file_checksum(file);
+    staged.bytes = io::file_bytes(file);
+    staged.checksum = io::file_checksum(file);
     result.files.push_back(staged);
   }
   std::vector<std::string> check{cohort_exe, "data", "checksum"};
   for (const auto& f : result.files) check.push_back(f.destination);
-  if (std::getenv("SLURM_JOB_ID") != nullptr) {
+  if (env::Environment::from_process().has("SLURM_JOB_ID")) {
     result.method = "sbcast";
     run_process(srun_per_node({"mkdir", "-p", target_dir}));
     for (const auto& f : result.files) run_process({"sbcast", "--force", f.source, f.destination});
     result.nodes = verify(run_process(srun_per_node(check)), result.files);
   } else {
     result.method = "copy";
-    make_directories(target_dir);
+    io::make_directories(target_dir);
     for (const auto& f : result.files) copy_file(f.source, f.destination);
     result.nodes = verify(run_process(check), result.files);
   }

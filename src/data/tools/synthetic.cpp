@@ -6,10 +6,11 @@
 #include <filesystem>
 #include <random>
 
-#include "cohort/data/checksum.hpp"
 #include "cohort/data/tools.hpp"
 #include "cohort/data/writer.hpp"
 #include "cohort/error.hpp"
+#include "cohort/io/checksum.hpp"
+#include "cohort/io/files.hpp"
 
 namespace cohort::data {
 namespace {
@@ -31,7 +32,7 @@ void write_sharded(const std::string& out, const SyntheticOptions& options, Writ
                " for ", total,
                " samples would leave a shard empty (at most one shard per "
                "sample, 100000 in all)");
-  if (shards > 1) make_directories(out);
+  if (shards > 1) io::make_directories(out);
   for (int s = 0; s < shards; ++s) {
     const std::int64_t begin = total * s / shards, end = total * (s + 1) / shards;
     spec.num_samples = end - begin;

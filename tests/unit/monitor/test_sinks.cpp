@@ -89,22 +89,6 @@ BOOST_AUTO_TEST_CASE(metric_samples_cover_the_summary) {
   BOOST_TEST(text.find("cohort_gpu_") == std::string::npos);  // no NVML: no GPU gauges
 }
 
-BOOST_AUTO_TEST_CASE(textfile_is_replaced_whole) {
-  const auto dir = fresh_dir("prom");
-  const std::string path = (dir / "m.prom").string();
-  write_file_atomically(path, "a 1\n");
-  write_file_atomically(path, "b 2\n");
-  std::ifstream in(path);
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  BOOST_TEST(text == "b 2\n");
-  int files = 0;
-  for (const auto& e : fs::directory_iterator(dir)) files += e.is_regular_file();
-  BOOST_TEST(files == 1);  // no temporary left behind
-  BOOST_CHECK_THROW(write_file_atomically((dir / "no/such/dir/m.prom").string(), "x"),
-                    cohort::IoError);
-  fs::remove_all(dir);
-}
-
 BOOST_AUTO_TEST_CASE(history_drops_steps_a_restart_repeats) {
   const auto dir = fresh_dir("history");
   {

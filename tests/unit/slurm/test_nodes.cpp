@@ -2,6 +2,12 @@
 // under slurm.max_excluded_nodes (the libslurm side is exercised by slurm.node_failure_requeue).
 #include <boost/test/unit_test.hpp>
 
+#include <map>
+#include <string>
+
+#include "cohort/env/environment.hpp"
+#include "cohort/error.hpp"
+#include "cohort/slurm/job.hpp"
 #include "cohort/slurm/nodes.hpp"
 
 using cohort::slurm::FailedNode;
@@ -36,6 +42,32 @@ BOOST_AUTO_TEST_CASE(zero_limit_excludes_nothing) {
   BOOST_TEST(plan.added.empty());
   BOOST_TEST(plan.list.empty());
   BOOST_TEST(plan.refused == (Names{"n2"}), boost::test_tools::per_element());
+}
+
+// The job's identity has one reader (env::read_slurm_job); current_job() builds on it, from an
+// injected environment.
+BOOST_AUTO_TEST_CASE(the_job_identity_comes_from_the_one_reader) {
+  using Vars = std::map<std::string, std::string>;
+  const auto env_of = [](Vars vars) { return cohort::env::Environment(std::move(vars)); };
+  const auto outside = cohort::slurm::current_job(env_of(Vars{{"HOME", "/root"}}));
+  BOOST_TEST(!outside.in_job);
+  const auto job = cohort::slurm::current_job(env_of(Vars{
+      {"SLURM_JOB_ID", "41"}, {"SLURM_RESTART_COUNT", "2"}, {"SLURM_JOB_NODELIST", "n[1-2]"}}));
+  BOOST_TEST(job.in_job);
+  BOOST_TEST(job.job_id == "41");
+  BOOST_TEST(job.target == "41");
+  BOOST_TEST(job.restart_count == 2);
+  const auto task = cohort::slurm::current_job(
+      env_of({{"SLURM_JOB_ID", "43"}, {"SLURM_ARRAY_JOB_ID", "40"}, {"SLURM_ARRAY_TASK_ID", "3"}}));
+  BOOST_TEST(task.target == "40_3");
+  BOOST_TEST(task.restart_count == 0);
+  // Half an array, or a restart count that is not a count, is an environment error, not a guess.
+  BOOST_CHECK_THROW(cohort::slurm::current_job(
+                        env_of(Vars{{"SLURM_JOB_ID", "43"}, {"SLURM_ARRAY_JOB_ID", "40"}})),
+                    cohort::EnvironmentError);
+  BOOST_CHECK_THROW(cohort::slurm::current_job(
+                        env_of(Vars{{"SLURM_JOB_ID", "43"}, {"SLURM_RESTART_COUNT", "x"}})),
+                    cohort::EnvironmentError);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -6,13 +6,13 @@
 
 #include <memory>
 
-#include "data/h5/hid.hpp"
+#include "io/h5/hid.hpp"
 
 namespace cohort::comm {
 class MpiSession;
 }
 
-namespace cohort::data::h5 {
+namespace cohort::data {
 
 class MpioAccess {
  public:
@@ -27,8 +27,8 @@ class MpioAccess {
  private:
   struct Comm;
   std::unique_ptr<Comm> comm_;
-  Hid fapl_;
-  Hid dxpl_;
+  io::h5::Hid fapl_;
+  io::h5::Hid dxpl_;
 };
 
-}  // namespace cohort::data::h5
+}  // namespace cohort::data

@@ -1,10 +1,13 @@
-#include "data/h5/mpio.hpp"
+#include "data/mpio_access.hpp"
 
 #include "comm/mpi/mpi_check.hpp"
 #include "comm/mpi/mpi_session_impl.hpp"
-#include "data/h5/h5_check.hpp"
+#include "io/h5/h5_check.hpp"
 
-namespace cohort::data::h5 {
+namespace cohort::data {
+
+using io::h5::h5_lock;
+using io::h5::Hid;
 
 struct MpioAccess::Comm {
   MPI_Comm comm = MPI_COMM_NULL;
@@ -28,4 +31,4 @@ MpioAccess::~MpioAccess() {
   dxpl_.reset();
 }
 
-}  // namespace cohort::data::h5
+}  // namespace cohort::data

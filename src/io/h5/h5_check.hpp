@@ -13,7 +13,7 @@
 
 #include "cohort/error.hpp"
 
-namespace cohort::data::h5 {
+namespace cohort::io::h5 {
 
 // The process-wide HDF5 lock (recursive: wrappers call each other).
 std::unique_lock<std::recursive_mutex> h5_lock();
@@ -22,7 +22,7 @@ std::unique_lock<std::recursive_mutex> h5_lock();
 // and clears the stack. Also turns HDF5's own printing to stderr off (once).
 std::string h5_error_text();
 
-}  // namespace cohort::data::h5
+}  // namespace cohort::io::h5
 
 // COHORT_H5_CHECK(call, context parts...): evaluates call (herr_t or hid_t), throws on < 0.
 #define COHORT_H5_CHECK(call, ...)                                         \
@@ -30,7 +30,7 @@ std::string h5_error_text();
     const auto cohort_h5_rc_ = (call);                                     \
     if (cohort_h5_rc_ < 0) {                                               \
       COHORT_THROW(::cohort::IoError, __VA_ARGS__, ": ", #call, " failed", \
-                   ::cohort::data::h5::h5_error_text());                   \
+                   ::cohort::io::h5::h5_error_text());                     \
     }                                                                      \
     return cohort_h5_rc_;                                                  \
   }())

@@ -14,10 +14,10 @@
 #include <string>
 #include <vector>
 
-#include "cohort/data/dataset.hpp"
-#include "data/h5/file.hpp"
+#include "cohort/io/dtype.hpp"
+#include "io/h5/file.hpp"
 
-namespace cohort::data::h5 {
+namespace cohort::io::h5 {
 
 class RowLocator {
  public:
@@ -35,4 +35,4 @@ class RowLocator {
   std::vector<std::uint64_t> addresses_;  // contiguous: one; chunked: one per chunk
 };
 
-}  // namespace cohort::data::h5
+}  // namespace cohort::io::h5

@@ -2,10 +2,10 @@
 // as scalars or 1-D arrays of any numeric type (read converted to double).
 #include <cstdlib>
 
-#include "data/h5/file.hpp"
-#include "data/h5/h5_check.hpp"
+#include "io/h5/file.hpp"
+#include "io/h5/h5_check.hpp"
 
-namespace cohort::data::h5 {
+namespace cohort::io::h5 {
 namespace {
 
 // An existing attribute with its type, or nullopt when the object has none of that name.
@@ -118,4 +118,4 @@ void write_attribute(hid_t object, const std::string& name, std::int64_t value,
   COHORT_H5_CHECK(H5Awrite(attribute.get(), H5T_NATIVE_INT64, &value), what);
 }
 
-}  // namespace cohort::data::h5
+}  // namespace cohort::io::h5

@@ -7,7 +7,7 @@
 
 #include <utility>
 
-namespace cohort::data::h5 {
+namespace cohort::io::h5 {
 
 class Hid {
  public:
@@ -33,4 +33,4 @@ class Hid {
   hid_t id_ = H5I_INVALID_HID;
 };
 
-}  // namespace cohort::data::h5
+}  // namespace cohort::io::h5

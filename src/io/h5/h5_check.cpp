@@ -1,8 +1,8 @@
-#include "data/h5/h5_check.hpp"
+#include "io/h5/h5_check.hpp"
 
-#include "data/h5/hid.hpp"
+#include "io/h5/hid.hpp"
 
-namespace cohort::data::h5 {
+namespace cohort::io::h5 {
 
 std::unique_lock<std::recursive_mutex> h5_lock() {
   static std::recursive_mutex mutex;
@@ -43,4 +43,4 @@ void Hid::reset() noexcept {
   }
 }
 
-}  // namespace cohort::data::h5
+}  // namespace cohort::io::h5

@@ -1,32 +1,40 @@
-#include "cohort/data/checksum.hpp"
+#include "cohort/io/checksum.hpp"
 
-#include <fcntl.h>
 #include <unistd.h>
 #include <xxhash.h>
 
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <filesystem>
 #include <memory>
 #include <vector>
 
 #include "cohort/error.hpp"
-#include "common/unique_fd.hpp"
+#include "cohort/io/unique_fd.hpp"
 
-namespace cohort::data {
+namespace cohort::io {
 namespace {
 
 struct StateDeleter {
   void operator()(XXH3_state_t* state) const { XXH3_freeState(state); }
 };
 
+constexpr const char* kPrefix = "xxh3-64:";
+
 }  // namespace
 
 std::string format_checksum(std::uint64_t hash) {
   char text[32];
-  std::snprintf(text, sizeof text, "xxh3-64:%016llx", static_cast<unsigned long long>(hash));
+  std::snprintf(text, sizeof text, "%s%016llx", kPrefix, static_cast<unsigned long long>(hash));
   return text;
+}
+
+std::uint64_t parse_checksum(const std::string& text) {
+  const std::string prefix = kPrefix;
+  const bool hex = text.find_first_not_of("0123456789abcdef", prefix.size()) == std::string::npos;
+  COHORT_CHECK(text.rfind(prefix, 0) == 0 && text.size() == prefix.size() + 16 && hex, IoError,
+               "malformed checksum '", text, "'");
+  return std::stoull(text.substr(prefix.size()), nullptr, 16);
 }
 
 std::string file_checksum(const std::string& path) {
@@ -45,17 +53,4 @@ std::string file_checksum(const std::string& path) {
   return format_checksum(XXH3_64bits_digest(state.get()));
 }
 
-std::int64_t file_bytes(const std::string& path) {
-  std::error_code error;
-  const auto bytes = std::filesystem::file_size(path, error);
-  COHORT_CHECK(!error, IoError, path, ": ", error.message());
-  return static_cast<std::int64_t>(bytes);
-}
-
-void make_directories(const std::string& path) {
-  std::error_code error;
-  std::filesystem::create_directories(path, error);
-  COHORT_CHECK(!error, IoError, path, ": cannot create directory: ", error.message());
-}
-
-}  // namespace cohort::data
+}  // namespace cohort::io

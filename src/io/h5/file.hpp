@@ -8,10 +8,10 @@
 #include <string>
 #include <vector>
 
-#include "cohort/data/dataset.hpp"
-#include "data/h5/hid.hpp"
+#include "cohort/io/dtype.hpp"
+#include "io/h5/hid.hpp"
 
-namespace cohort::data::h5 {
+namespace cohort::io::h5 {
 
 // A run of consecutive rows [first, first + count) along a dataset's first dimension.
 struct Run {
@@ -66,4 +66,4 @@ void write_attribute(hid_t object, const std::string& name, std::int64_t value,
 // Runs of consecutive values in a sorted index list.
 std::vector<Run> coalesce(const std::vector<std::int64_t>& sorted_rows);
 
-}  // namespace cohort::data::h5
+}  // namespace cohort::io::h5

@@ -1,4 +1,4 @@
-#include "data/h5/row_locator.hpp"
+#include "io/h5/row_locator.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -7,9 +7,9 @@
 #include <cerrno>
 #include <cstring>
 
-#include "data/h5/h5_check.hpp"
+#include "io/h5/h5_check.hpp"
 
-namespace cohort::data::h5 {
+namespace cohort::io::h5 {
 namespace {
 
 bool same_bytes_as_native(hid_t dataset, DType dtype, const std::string& where) {
@@ -103,4 +103,4 @@ void RowLocator::read(int fd, const std::vector<Run>& runs, void* out,
   }
 }
 
-}  // namespace cohort::data::h5
+}  // namespace cohort::io::h5

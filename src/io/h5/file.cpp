@@ -1,4 +1,4 @@
-#include "data/h5/file.hpp"
+#include "io/h5/file.hpp"
 
 #include <sys/stat.h>
 
@@ -6,9 +6,9 @@
 #include <optional>
 
 #include "common/checked_math.hpp"
-#include "data/h5/h5_check.hpp"
+#include "io/h5/h5_check.hpp"
 
-namespace cohort::data::h5 {
+namespace cohort::io::h5 {
 
 Hid open_file(const std::string& path, hid_t fapl) {
   struct stat st {};
@@ -306,4 +306,4 @@ std::vector<Run> coalesce(const std::vector<std::int64_t>& sorted_rows) {
   return runs;
 }
 
-}  // namespace cohort::data::h5
+}  // namespace cohort::io::h5

@@ -1,0 +1,43 @@
+// The requeue policy after a failed training step (exit 76: a collective hung; 77: a rank or node
+// was lost; 137: a task was killed), for `cohort slurm requeue`, `cohort supervise` and a library
+// user's own launcher: requeue the job through libslurm within its restart budget, and keep it
+// off the nodes the controller counts as failed, up to a limit.
+//
+// Protocol: requeue_after_failure() waits up to node_failure_wait for the controller to flag the
+// job's lost nodes (only when a requeue will happen and exclusion is wanted), ignores SIGTERM
+// (Slurm terminates the running job as it requeues it, this process included, possibly before
+// the RPC returns), requeues, and then excludes the failed nodes (the controller takes an
+// excluded node list only for a pending job). It returns one line that tells the story,
+// "<reason>: rank 1 (node n2) lost at step 340 (not responding); requeued job 12 (restart 1/3),
+// excluding n2<after_requeue>", and whether the job was requeued. Warnings (the controller cannot
+// list nodes) go to stderr; the requeue goes on without exclusion.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "cohort/env/environment.hpp"
+
+namespace cohort::slurm {
+
+struct FailureRequeueOptions {
+  bool requeue = true;                         // slurm.requeue
+  int max_restarts = 3;                        // slurm.max_restarts
+  int max_excluded_nodes = 2;                  // slurm.max_excluded_nodes (0: never exclude)
+  std::chrono::seconds node_failure_wait{30};  // slurm.node_failure_wait
+  std::optional<std::int64_t> step;            // where the run stopped, for the line
+  std::string after_requeue;  // appended when requeued ("; the next run resumes from ...")
+};
+
+struct FailureRequeue {
+  bool requeued = false;
+  std::string line;
+};
+
+FailureRequeue requeue_after_failure(const FailureRequeueOptions& options,
+                                     const std::string& reason,
+                                     const env::Environment& environment);
+
+}  // namespace cohort::slurm

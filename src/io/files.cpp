@@ -1,0 +1,134 @@
+#include "cohort/io/files.hpp"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+
+#include "cohort/error.hpp"
+#include "cohort/io/unique_fd.hpp"
+
+namespace cohort::io {
+namespace {
+
+// The io module's fault point (tests only): COHORT_FAULT_IO=rename:<text> fails every rename
+// whose target contains <text>. Read at each rename, so a test can arm it in-process.
+bool rename_fault(const std::string& to) {
+  const char* fault = std::getenv("COHORT_FAULT_IO");
+  if (fault == nullptr) return false;
+  const std::string spec = fault;
+  const std::string kind = "rename:";
+  return spec.rfind(kind, 0) == 0 && spec.size() > kind.size() &&
+         to.find(spec.substr(kind.size())) != std::string::npos;
+}
+
+std::string parent_of(const std::string& path) {
+  const std::string parent = std::filesystem::path(path).parent_path().string();
+  return parent.empty() ? "." : parent;
+}
+
+void write_all(const std::string& path, std::string_view text, bool sync) {
+  UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+  COHORT_CHECK(fd.get() >= 0, IoError, path, ": cannot create: ", std::strerror(errno));
+  std::size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n = ::write(fd.get(), text.data() + done, text.size() - done);
+    COHORT_CHECK(n > 0 || errno == EINTR, IoError, path, ": write failed: ", std::strerror(errno));
+    if (n > 0) done += static_cast<std::size_t>(n);
+  }
+  COHORT_CHECK(!sync || ::fsync(fd.get()) == 0, IoError, path,
+               ": fsync failed: ", std::strerror(errno));
+}
+
+}  // namespace
+
+void write_file_synced(const std::string& path, std::string_view text) {
+  write_all(path, text, /*sync=*/true);
+}
+
+void fsync_file(const std::string& path) {
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  COHORT_CHECK(fd.get() >= 0, IoError, path, ": cannot reopen to fsync: ", std::strerror(errno));
+  COHORT_CHECK(::fsync(fd.get()) == 0, IoError, path, ": fsync failed: ", std::strerror(errno));
+}
+
+void fsync_directory(const std::string& path) {
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  COHORT_CHECK(fd.get() >= 0, IoError, path, ": cannot open directory: ", std::strerror(errno));
+  COHORT_CHECK(::fsync(fd.get()) == 0, IoError, path, ": fsync failed: ", std::strerror(errno));
+}
+
+void rename_path(const std::string& from, const std::string& to) {
+  if (rename_fault(to)) {
+    COHORT_THROW(IoError, "cannot rename ", from, " to ", to, ": ", std::strerror(EIO),
+                 " (injected by COHORT_FAULT_IO)");
+  }
+  COHORT_CHECK(std::rename(from.c_str(), to.c_str()) == 0, IoError, "cannot rename ", from, " to ",
+               to, ": ", std::strerror(errno));
+}
+
+std::string read_small_file(const std::string& path, std::size_t limit) {
+  // O_NONBLOCK: opening a FIFO must not wait for a writer; it is refused just below.
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
+  COHORT_CHECK(fd.get() >= 0, IoError, path, ": cannot open: ", std::strerror(errno));
+  struct stat st {};
+  COHORT_CHECK(::fstat(fd.get(), &st) == 0, IoError, path, ": cannot stat: ", std::strerror(errno));
+  COHORT_CHECK(S_ISREG(st.st_mode), IoError, path, ": not a regular file");
+  COHORT_CHECK(static_cast<std::uint64_t>(st.st_size) <= limit, IoError, path, ": ", st.st_size,
+               " bytes, larger than the limit of ", limit);
+  // Sized by the file, not the limit; one byte more shows a file that grew while read.
+  std::string text(static_cast<std::size_t>(st.st_size) + 1, '\0');
+  std::size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n = ::read(fd.get(), text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    COHORT_CHECK(n >= 0, IoError, path, ": read failed: ", std::strerror(errno));
+    if (n == 0) break;
+    done += static_cast<std::size_t>(n);
+  }
+  COHORT_CHECK(done <= static_cast<std::size_t>(st.st_size), IoError, path,
+               ": changed while being read");
+  text.resize(done);
+  return text;
+}
+
+void commit_file(const std::string& temporary, const std::string& path, Durability durability) {
+  try {
+    if (durability == Durability::kDurable) fsync_file(temporary);
+    rename_path(temporary, path);
+  } catch (const IoError&) {
+    std::remove(temporary.c_str());  // the error below says what failed; the old file stays
+    throw;
+  }
+  if (durability == Durability::kDurable) fsync_directory(parent_of(path));
+}
+
+void write_file_atomically(const std::string& path, std::string_view text, Durability durability) {
+  const std::string temporary = path + ".tmp-" + std::to_string(::getpid());
+  try {
+    write_all(temporary, text, /*sync=*/false);  // commit_file fsyncs it when durable
+  } catch (const IoError&) {
+    std::remove(temporary.c_str());
+    throw;
+  }
+  commit_file(temporary, path, durability);
+}
+
+std::int64_t file_bytes(const std::string& path) {
+  std::error_code error;
+  const auto bytes = std::filesystem::file_size(path, error);
+  COHORT_CHECK(!error, IoError, path, ": ", error.message());
+  return static_cast<std::int64_t>(bytes);
+}
+
+void make_directories(const std::string& path) {
+  std::error_code error;
+  std::filesystem::create_directories(path, error);
+  COHORT_CHECK(!error, IoError, path, ": cannot create directory: ", error.message());
+}
+
+}  // namespace cohort::io

@@ -1,0 +1,105 @@
+#include <unistd.h>
+
+#include <boost/test/unit_test.hpp>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+
+#include "cohort/error.hpp"
+#include "cohort/io/checksum.hpp"
+#include "cohort/io/files.hpp"
+
+namespace fs = std::filesystem;
+namespace io = cohort::io;
+
+namespace {
+
+fs::path fresh_dir(const std::string& name) {
+  const auto dir =
+      fs::temp_directory_path() / ("cohort-io-" + name + "-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+std::string read(const fs::path& path) {
+  std::ifstream in(path);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+int entries(const fs::path& dir) {
+  int n = 0;
+  for (const auto& e : fs::directory_iterator(dir)) n += (void(e), 1);
+  return n;
+}
+
+// Arms the io module's fault point for one scope.
+struct InjectedRenameFailure {
+  explicit InjectedRenameFailure(const std::string& target) {
+    ::setenv("COHORT_FAULT_IO", ("rename:" + target).c_str(), 1);
+  }
+  ~InjectedRenameFailure() { ::unsetenv("COHORT_FAULT_IO"); }
+};
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(io_files)
+
+BOOST_AUTO_TEST_CASE(a_file_is_replaced_whole_at_both_durabilities) {
+  const auto dir = fresh_dir("replace");
+  const std::string path = (dir / "m.prom").string();
+  io::write_file_atomically(path, "a 1\n");
+  io::write_file_atomically(path, "b 2\n", io::Durability::kAtomic);
+  BOOST_TEST(read(path) == "b 2\n");
+  BOOST_TEST(entries(dir) == 1);  // no temporary left behind
+  BOOST_CHECK_THROW(io::write_file_atomically((dir / "no/such/dir/m.prom").string(), "x"),
+                    cohort::IoError);
+  BOOST_TEST(entries(dir) == 1);
+  fs::remove_all(dir);
+}
+
+BOOST_AUTO_TEST_CASE(a_failed_rename_is_reported_and_leaves_the_old_file_and_no_temporary) {
+  const auto dir = fresh_dir("rename");
+  const std::string path = (dir / "victim.txt").string();
+  io::write_file_atomically(path, "old\n");
+  for (const auto durability : {io::Durability::kDurable, io::Durability::kAtomic}) {
+    InjectedRenameFailure fault("victim");
+    try {
+      io::write_file_atomically(path, "new\n", durability);
+      BOOST_FAIL("a failed rename was not reported");
+    } catch (const cohort::IoError& e) {
+      const std::string what = e.what();
+      BOOST_TEST(what.find("victim.txt") != std::string::npos, what);
+      BOOST_TEST(what.find("injected by COHORT_FAULT_IO") != std::string::npos, what);
+    }
+    BOOST_TEST(read(path) == "old\n");
+    BOOST_TEST(entries(dir) == 1);
+  }
+  // commit_file, which the dataset writer, `data stage` and `ckpt export` use.
+  const std::string temporary = path + ".tmp-1";
+  std::ofstream(temporary) << "staged\n";
+  {
+    InjectedRenameFailure fault("victim");
+    BOOST_CHECK_THROW(io::commit_file(temporary, path), cohort::IoError);
+  }
+  BOOST_TEST(!fs::exists(temporary));
+  BOOST_TEST(read(path) == "old\n");
+  std::ofstream(temporary) << "staged\n";
+  io::commit_file(temporary, path);  // unarmed: it goes through
+  BOOST_TEST(read(path) == "staged\n");
+  BOOST_TEST(entries(dir) == 1);
+  fs::remove_all(dir);
+}
+
+BOOST_AUTO_TEST_CASE(checksums_round_trip_and_refuse_malformed_text) {
+  const std::string text = io::format_checksum(0x0123456789abcdefULL);
+  BOOST_TEST(text == "xxh3-64:0123456789abcdef");
+  BOOST_TEST(io::parse_checksum(text) == 0x0123456789abcdefULL);
+  BOOST_CHECK_THROW(io::parse_checksum("xxh3-64:0123"), cohort::IoError);
+  BOOST_CHECK_THROW(io::parse_checksum("md5:0123456789abcdef"), cohort::IoError);
+  BOOST_CHECK_THROW(io::parse_checksum("xxh3-64:0123456789ABCDEF"), cohort::IoError);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
