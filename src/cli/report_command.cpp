@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "cohort/error.hpp"
+#include "cohort/io/files.hpp"
 #include "cohort/monitor/report.hpp"
 #include "cohort/train/config.hpp"
 #include "cohort/train/monitoring.hpp"
@@ -29,7 +30,7 @@ monitor::Thresholds run_thresholds(const std::string& dir) {
   const std::string ini = dir + "/config.resolved.ini";
   if (!std::filesystem::exists(ini)) return monitor::Thresholds{};
   try {
-    return train::diagnosis_thresholds(train::Config::load(ini, {}));
+    return train::diagnosis_thresholds(train::Config::load(ini, {}).monitor);
   } catch (const ConfigError& e) {  // another version's file: the figures are still readable
     std::fprintf(stderr, "cohort: warning: %s; the diagnosis uses the default thresholds\n",
                  e.what());
@@ -71,16 +72,7 @@ int run_report(const std::vector<std::string>& args, int*, char***) {
   {
     // Rendered first, then written beside the target and renamed: a failure leaves the previous
     // report whole, never a truncated one.
-    const std::string html = monitor::render_report(history, thresholds);
-    const std::string tmp = output + ".tmp-" + std::to_string(::getpid());
-    std::ofstream out(tmp, std::ios::trunc);
-    COHORT_CHECK(out.is_open(), IoError, tmp, ": cannot open for writing");
-    out << html;
-    out.close();
-    if (!out.good() || std::rename(tmp.c_str(), output.c_str()) != 0) {
-      std::remove(tmp.c_str());
-      COHORT_THROW(IoError, output, ": cannot write the report: ", std::strerror(errno));
-    }
+    io::write_file_atomically(output, monitor::render_report(history, thresholds));
   }
   const auto findings = monitor::rediagnose(history, thresholds);
   if (vm.count("json")) {

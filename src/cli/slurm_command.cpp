@@ -94,7 +94,7 @@ int run_submit(const std::vector<std::string>& args, int*, char***) {
     std::cout << script;
     return 0;
   }
-  const std::string dir = config.get_string("train.run_dir");
+  const std::string dir = config.train.run_dir;
   std::filesystem::create_directories(dir);
   const std::string path = dir + "/" + o.job_name + ".sbatch";
   std::ofstream(path) << script;

@@ -34,8 +34,8 @@ int run_train(const std::vector<std::string>& args, int* argc, char*** argv) {
     return 0;
   }
   po::notify(vm);
-  const auto config = train::Config::load(file, overrides);      // before MPI: errors come fast
-  comm::tune_allocator(config.get_bool("train.malloc_tuning"));  // before anything allocates much
+  const auto config = train::Config::load(file, overrides);  // before MPI: errors come fast
+  comm::tune_allocator(config.train.malloc_tuning);          // before anything allocates much
   const auto topology = env::detect(env::Environment::from_process());  // before MPI_Init
   comm::MpiSession session(argc, argv);
   train::Trainer trainer(config, session, env::to_string(topology.launcher));
@@ -55,7 +55,7 @@ int run_train(const std::vector<std::string>& args, int* argc, char*** argv) {
                         {"seconds", s.seconds},
                         {"samples_per_s", s.samples_per_s},
                         {"steady_samples_per_s", s.steady_samples_per_s},
-                        {"stop_reason", s.stop_reason},
+                        {"stop_reason", train::stop_reason_text(s)},
                         {"resumable", s.resumable},
                         {"config_hash", s.config_hash}};
   if (s.evaluated) {
@@ -71,7 +71,7 @@ int run_train(const std::vector<std::string>& args, int* argc, char*** argv) {
   std::printf(
       "done: %lld steps, %lld epoch(s), %d rank(s) x %d thread(s), %.1f s, %.0f samples/s (%s)\n",
       static_cast<long long>(s.steps), static_cast<long long>(s.epochs), s.ranks, s.threads,
-      s.seconds, s.samples_per_s, s.stop_reason.c_str());
+      s.seconds, s.samples_per_s, train::stop_reason_text(s).c_str());
   if (s.evaluated) {
     std::printf("final eval: loss %.4f accuracy %.4f perplexity %.3f on %lld samples\n",
                 s.eval.loss, s.eval.accuracy, s.eval.perplexity,

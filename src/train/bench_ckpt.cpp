@@ -23,9 +23,9 @@
 #include "cohort/comm/factory.hpp"
 #include "cohort/env/system_info.hpp"
 #include "cohort/error.hpp"
+#include "cohort/io/unique_fd.hpp"
 #include "cohort/train/config.hpp"
 #include "cohort/train/model.hpp"
-#include "common/unique_fd.hpp"
 #include "train/checkpointing.hpp"
 
 namespace cohort::train {
@@ -122,11 +122,13 @@ std::unique_ptr<Setup> make_setup(const comm::MpiSession& session, const CkptBen
     return Config::load("", overrides);
   };
   auto s = std::make_unique<Setup>(with("false"), with("true"));
-  s->model = build_model(s->sync_config, ModelInput{{o.features}, 10});
+  s->model = build_model(s->sync_config.model, ModelInput{{o.features}, 10});
   s->sgd = std::make_unique<torch::optim::SGD>(s->model->parameters(),
                                                torch::optim::SGDOptions(0.01).momentum(0.9));
-  s->sync = std::make_unique<TrainCheckpoints>(s->sync_config, session, *s->model, *s->sgd);
-  s->async = std::make_unique<TrainCheckpoints>(s->async_config, session, *s->model, *s->sgd);
+  s->sync = std::make_unique<TrainCheckpoints>(s->sync_config, s->sync_config.hash(), session,
+                                               *s->model, *s->sgd);
+  s->async = std::make_unique<TrainCheckpoints>(s->async_config, s->async_config.hash(), session,
+                                                *s->model, *s->sgd);
   s->x = at::randn({o.batch, o.features});
   s->y = at::randint(0, 10, {o.batch}, at::kLong);
   s->train_step();  // the momentum buffers exist from here on

@@ -23,7 +23,9 @@
 #include "cohort/ckpt/reader.hpp"
 #include "cohort/comm/factory.hpp"
 #include "cohort/comm/mpi_session.hpp"
+#include "cohort/env/environment.hpp"
 #include "cohort/error.hpp"
+#include "cohort/slurm/job.hpp"
 #include "cohort/train/config.hpp"
 #include "common/checked_math.hpp"
 
@@ -64,16 +66,22 @@ comm::CommOptions quiet_waits() {
 
 }  // namespace
 
-TrainCheckpoints::TrainCheckpoints(const Config& config, const comm::MpiSession& session,
-                                   torch::nn::Module& model, torch::optim::Optimizer& optimizer)
-    : config_(config),
+TrainCheckpoints::TrainCheckpoints(const TrainConfig& config, std::string config_hash,
+                                   const comm::MpiSession& session, torch::nn::Module& model,
+                                   torch::optim::Optimizer& optimizer)
+    : options_(config.checkpoint),
+      optim_(config.optim),
+      config_hash_(std::move(config_hash)),
       model_(model),
       optimizer_(optimizer),
       comm_(comm::make_communicator(session, comm::Backend::kMpi, quiet_waits())),  // its own
-      dir_(config.get_string("checkpoint.dir")),
-      every_(config.get_int("checkpoint.every_steps")),
-      async_(config.get_bool("checkpoint.async")) {
-  if (dir_.empty()) dir_ = config.get_string("train.run_dir") + "/checkpoints";
+      dir_(config.checkpoint_dir()),
+      every_(config.checkpoint.every_steps),
+      async_(config.checkpoint.async) {
+  // Inside Slurm a save attempt is named by the job and its restart: a requeued job never writes
+  // into a leftover of the previous run.
+  const auto job = slurm::current_job(env::Environment::from_process());
+  if (job.in_job) attempt_ = job.job_id + "-" + std::to_string(job.restart_count);
   nodes_ = std::max(1, session.size() / std::max(1, session.node_size()));
 }
 
@@ -141,8 +149,8 @@ std::vector<ckpt::NamedTensor> TrainCheckpoints::tensors(bool create_optimizer_s
     out.push_back({"model." + saved_name(p.key()), p.value()});
   }
   for (const auto& b : model_.named_buffers()) out.push_back({"model." + b.key(), b.value()});
-  const bool adamw = config_.get_string("optim.name") == "adamw";
-  const bool momentum = config_.get_float("optim.momentum") != 0;
+  const bool adamw = optim_.name == Optimizer::kAdamw;
+  const bool momentum = optim_.momentum != 0;
   auto& state = optimizer_.state();
   for (const auto& p : model_.named_parameters()) {
     const std::string name = "optim." + saved_name(p.key());
@@ -186,7 +194,7 @@ std::optional<ResumePoint> TrainCheckpoints::resume(std::int64_t batch_size, std
     }
   }
   comm_->barrier();  // nobody looks at the directory while rank 0 cleans it
-  if (!config_.get_bool("checkpoint.resume")) return std::nullopt;
+  if (!options_.resume) return std::nullopt;
   check_tensor_split();
   auto wanted = tensors(/*create_optimizer_state=*/true);
   at::Tensor position = at::zeros({4}, at::kLong);
@@ -205,8 +213,7 @@ std::optional<ResumePoint> TrainCheckpoints::resume(std::int64_t batch_size, std
                  ": rank_state is ", c.rank_state.size(), " bytes, not a random generator state (",
                  generator_bytes, " bytes)");
   };
-  const auto loaded = ckpt::load_latest(dir_, wanted, *comm_, config_.get_bool("checkpoint.verify"),
-                                        progress, plausible);
+  const auto loaded = ckpt::load_latest(dir_, wanted, *comm_, options_.verify, progress, plausible);
   if (!loaded) {
     optimizer_.state().clear();  // a fresh start: the optimizer creates its own state
     return std::nullopt;
@@ -243,8 +250,9 @@ void TrainCheckpoints::save(std::int64_t step, const data::LoaderState& loader,
   request.step = step;
   request.epoch = loader.epoch;
   const std::int64_t global_batch = batch_size * (data_ > 0 ? data_ : comm_->size());
-  request.samples_seen = step * global_batch * config_.get_int("optim.accumulation");
-  request.config_hash = config_.hash();
+  request.samples_seen = step * global_batch * optim_.accumulation;
+  request.config_hash = config_hash_;
+  request.attempt = attempt_;
   request.nodes = nodes_;
   request.tensors = tensors(/*create_optimizer_state=*/false);
   request.tensors.push_back(
@@ -313,8 +321,8 @@ void TrainCheckpoints::start_background(std::function<void()> task) {
 
 // Keeps the newest checkpoint.keep_last, and every step divisible by checkpoint.keep_every.
 void TrainCheckpoints::apply_retention() {
-  const std::int64_t keep_last = config_.get_int("checkpoint.keep_last");
-  const std::int64_t keep_every = config_.get_int("checkpoint.keep_every");
+  const std::int64_t keep_last = options_.keep_last;
+  const std::int64_t keep_every = options_.keep_every;
   if (keep_last <= 0) return;
   std::vector<std::pair<std::int64_t, std::filesystem::path>> steps;
   std::error_code error;

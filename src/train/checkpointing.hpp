@@ -38,6 +38,7 @@
 #include "cohort/ckpt/checkpoint.hpp"
 #include "cohort/comm/communicator.hpp"
 #include "cohort/data/loader.hpp"
+#include "cohort/train/config.hpp"
 #include "cohort/train/model.hpp"
 
 namespace cohort::comm {
@@ -45,8 +46,6 @@ class MpiSession;
 }
 
 namespace cohort::train {
-
-class Config;
 
 struct ResumePoint {
   std::int64_t step = 0;
@@ -56,7 +55,9 @@ struct ResumePoint {
 
 class TrainCheckpoints {
  public:
-  TrainCheckpoints(const Config& config, const comm::MpiSession& session, torch::nn::Module& model,
+  // Reads [checkpoint] and [optim]; `config_hash` goes into every manifest.
+  TrainCheckpoints(const TrainConfig& config, std::string config_hash,
+                   const comm::MpiSession& session, torch::nn::Module& model,
                    torch::optim::Optimizer& optimizer);
   ~TrainCheckpoints();
   bool saving() const { return every_ > 0; }
@@ -96,7 +97,10 @@ class TrainCheckpoints {
             bool async);
   void start_background(std::function<void()> task);
 
-  const Config& config_;
+  CheckpointConfig options_;
+  OptimConfig optim_;
+  std::string config_hash_;
+  std::string attempt_;  // "<job>-<restart>" inside Slurm, else "" (the save uses a pid)
   torch::nn::Module& model_;
   torch::optim::Optimizer& optimizer_;
   std::unique_ptr<comm::Communicator> comm_;

@@ -14,8 +14,9 @@
 #include <sstream>
 
 #include "cohort/config.hpp"
-#include "cohort/data/checksum.hpp"
 #include "cohort/error.hpp"
+#include "cohort/io/checksum.hpp"
+#include "cohort/io/files.hpp"
 
 namespace po = boost::program_options;
 
@@ -168,7 +169,12 @@ std::string validate(const KeySpec& spec, const std::string& raw, const std::str
   return text;
 }
 
-void read_file(const std::string& file, std::map<std::string, std::string>& values) {
+// Where each key got its value, for errors: "job.ini:12: optim.lr", "--set optim.lr", or
+// "optim.lr (default)".
+using Origins = std::map<std::string, std::string>;
+
+void read_file(const std::string& file, std::map<std::string, std::string>& values,
+               Origins& origins) {
   std::error_code error;
   COHORT_CHECK(std::filesystem::is_regular_file(file, error), ConfigError, file,
                ": not a config file (missing, a directory, or not a regular file)");
@@ -197,66 +203,42 @@ void read_file(const std::string& file, std::map<std::string, std::string>& valu
                  suggestion(option.string_key));
     values[option.string_key] =
         validate(*spec, option.value.empty() ? "" : option.value.front(), where);
+    origins[option.string_key] = where;
   }
+}
+
+void apply_override(const std::string& item, std::map<std::string, std::string>& values,
+                    Origins& origins) {
+  const auto equals = item.find('=');
+  const std::string name = trim(item.substr(0, equals));
+  const std::string where = "--set " + name;
+  COHORT_CHECK(equals != std::string::npos, ConfigError, "--set '", item,
+               "': expected section.key=value");
+  const KeySpec* spec = find_spec(name);
+  COHORT_CHECK(spec != nullptr, ConfigError, where, ": unknown key", suggestion(name));
+  values[name] = validate(*spec, item.substr(equals + 1), where);
+  origins[name] = where;
 }
 
 }  // namespace
 
 Config Config::load(const std::string& file, const std::vector<std::string>& overrides) {
   Config config;
-  for (const auto& spec : config_table()) config.values_[full_name(spec)] = spec.default_value;
-  if (!file.empty()) read_file(file, config.values_);
-  for (const auto& item : overrides) {
-    const auto equals = item.find('=');
-    const std::string name = trim(item.substr(0, equals));
-    const std::string where = "--set " + name;
-    COHORT_CHECK(equals != std::string::npos, ConfigError, "--set '", item,
-                 "': expected section.key=value");
-    const KeySpec* spec = find_spec(name);
-    COHORT_CHECK(spec != nullptr, ConfigError, where, ": unknown key", suggestion(name));
-    config.values_[name] = validate(*spec, item.substr(equals + 1), where);
+  Origins origins;
+  for (const auto& spec : config_table()) {
+    config.text_[full_name(spec)] = spec.default_value;
+    origins[full_name(spec)] = full_name(spec) + " (default " + spec.default_value + ")";
+  }
+  if (!file.empty()) read_file(file, config.text_, origins);
+  for (const auto& item : overrides) apply_override(item, config.text_, origins);
+  for (const auto& spec : config_table()) {
+    spec.ref.set(config, spec, config.text_.at(full_name(spec)));
+  }
+  for (const auto& rule : config_rules()) {
+    const std::string problem = rule.problem(config);
+    COHORT_CHECK(problem.empty(), ConfigError, origins.at(rule.key), ": ", problem);
   }
   return config;
-}
-
-const KeySpec& Config::spec(const std::string& name, KeyType expected) const {
-  const KeySpec* spec = find_spec(name);
-  COHORT_CHECK(spec != nullptr, ConfigError, "config: no key '", name, "'", suggestion(name));
-  const bool textual = expected == KeyType::kString &&
-                       (spec->type == KeyType::kString || spec->type == KeyType::kChoice);
-  COHORT_CHECK(spec->type == expected || textual, ConfigError, "config: key '", name,
-               "' read with the wrong type (a bug)");
-  return *spec;
-}
-
-std::int64_t Config::get_int(const std::string& name) const {
-  spec(name, KeyType::kInt);
-  return std::strtoll(values_.at(name).c_str(), nullptr, 10);
-}
-
-double Config::get_float(const std::string& name) const {
-  spec(name, KeyType::kFloat);
-  return std::strtod(values_.at(name).c_str(), nullptr);
-}
-
-bool Config::get_bool(const std::string& name) const {
-  spec(name, KeyType::kBool);
-  return values_.at(name) == "true";
-}
-
-const std::string& Config::get_string(const std::string& name) const {
-  spec(name, KeyType::kString);
-  return values_.at(name);
-}
-
-std::vector<std::int64_t> Config::get_int_list(const std::string& name) const {
-  spec(name, KeyType::kIntList);
-  std::vector<std::int64_t> list;
-  std::istringstream items(values_.at(name));
-  for (std::string item; std::getline(items, item, ',');) {
-    list.push_back(std::strtoll(item.c_str(), nullptr, 10));
-  }
-  return list;
 }
 
 std::string Config::resolved_ini() const {
@@ -266,7 +248,7 @@ std::string Config::resolved_ini() const {
     out << "\n[" << section << "]\n";
     for (const auto& spec : config_table()) {
       if (section != spec.section) continue;
-      out << "# " << spec.help << "\n" << spec.key << " = " << values_.at(full_name(spec)) << "\n";
+      out << "# " << spec.help << "\n" << spec.key << " = " << text_.at(full_name(spec)) << "\n";
     }
   }
   return out.str();
@@ -275,9 +257,9 @@ std::string Config::resolved_ini() const {
 std::string Config::hash() const {
   std::string keys;
   for (const auto& spec : config_table()) {
-    keys += full_name(spec) + "=" + values_.at(full_name(spec)) + "\n";
+    keys += full_name(spec) + "=" + text_.at(full_name(spec)) + "\n";
   }
-  return data::format_checksum(XXH3_64bits(keys.data(), keys.size()));
+  return io::format_checksum(XXH3_64bits(keys.data(), keys.size()));
 }
 
 std::string reference_markdown() {
@@ -311,6 +293,9 @@ std::string reference_markdown() {
     }
     if (!any) out << "No keys yet: the issue that builds this part adds them.\n";
   }
+  out << "\n## Rules between keys\n\nChecked at load, after every key has its value; an error "
+         "names the file and line\nwhere the key on the left was set.\n\n";
+  for (const auto& rule : config_rules()) out << "- `" << rule.key << "`: " << rule.rule << "\n";
   return out.str();
 }
 

@@ -6,7 +6,6 @@
 
 #include "cohort/error.hpp"
 #include "cohort/pipeline/tensor_parallel.hpp"
-#include "cohort/train/config.hpp"
 #include "cohort/train/model.hpp"
 
 namespace cohort::train {
@@ -31,8 +30,8 @@ std::vector<std::string> model_names() {
   return names;
 }
 
-std::shared_ptr<Model> build_model(const Config& config, const ModelInput& input) {
-  const std::string& name = config.get_string("model.name");
+std::shared_ptr<Model> build_model(const ModelConfig& config, const ModelInput& input) {
+  const std::string& name = config.name;
   const auto it = registry().find(name);
   COHORT_CHECK(it != registry().end(), ConfigError, "model.name: no model '", name,
                "' is built in");

@@ -26,23 +26,16 @@ std::int64_t heap_in_use() {
 
 }  // namespace
 
-Parallelism::Parallelism(const Config& config, comm::Communicator& world, int ranks_per_node)
-    : config_(config),
+// The batch dividing into micro-batches, and no accumulation with stages, were checked at load.
+Parallelism::Parallelism(const ParallelConfig& options, std::string model_name,
+                         comm::Communicator& world, int ranks_per_node)
+    : options_(options),
+      model_name_(std::move(model_name)),
       world_(world),
-      layout_(env::ParallelLayout::make(
-          world.size(), static_cast<int>(config.get_int("parallel.pipeline_stages")),
-          static_cast<int>(config.get_int("parallel.tensor")), ranks_per_node)),
+      layout_(env::ParallelLayout::make(world.size(), static_cast<int>(options.pipeline_stages),
+                                        static_cast<int>(options.tensor), ranks_per_node)),
       coords_(layout_.coords(world.rank())) {
-  micro_batches_ = pipelined() ? static_cast<int>(config.get_int("parallel.micro_batches")) : 1;
-  COHORT_CHECK(micro_batches_ >= 1, ConfigError, "parallel.micro_batches must be >= 1, not ",
-               micro_batches_);
-  if (pipelined()) {
-    const auto batch = config.get_int("data.batch_size");
-    COHORT_CHECK(batch % micro_batches_ == 0, ConfigError, "data.batch_size = ", batch,
-                 " is not divisible by parallel.micro_batches = ", micro_batches_);
-    COHORT_CHECK(config.get_int("optim.accumulation") == 1, ConfigError,
-                 "optim.accumulation > 1 with pipeline stages: use parallel.micro_batches");
-  }
+  micro_batches_ = pipelined() ? static_cast<int>(options.micro_batches) : 1;
   build_groups();
 }
 
@@ -78,7 +71,7 @@ bool Parallelism::scores() const {
 void Parallelism::attach(std::shared_ptr<Model> model, const at::Tensor& sample,
                          ddp::DdpOptions ddp) {
   model_ = std::move(model);
-  const auto devices = pipeline::parse_devices(config_.get_string("parallel.devices"));
+  const auto devices = pipeline::parse_devices(options_.devices);
   if (pipelined() || !devices.empty()) {
     keep_stage(sample, devices);
     model_.reset();  // the blocks of other stages go; the stage holds its own
@@ -91,9 +84,9 @@ void Parallelism::attach(std::shared_ptr<Model> model, const at::Tensor& sample,
 // makes the executor, with the shapes at the stage's borders measured on the whole model first.
 void Parallelism::keep_stage(const at::Tensor& sample, const std::vector<c10::Device>& devices) {
   const auto blocks = model_->blocks();
-  COHORT_CHECK(!blocks.empty(), ConfigError, "model ", config_.get_string("model.name"),
+  COHORT_CHECK(!blocks.empty(), ConfigError, "model ", model_name_,
                " is not a sequence of blocks: it cannot be split into pipeline stages");
-  const auto partition = config_.get_int_list("parallel.partition");
+  const auto& partition = options_.partition;
   std::vector<std::int64_t> weights;
   for (const auto& b : blocks) weights.push_back(b.parameters());
   const auto bounds = partition.empty()
@@ -106,7 +99,8 @@ void Parallelism::keep_stage(const at::Tensor& sample, const std::vector<c10::De
   stage_->place(devices);
   if (!pipelined()) return;
   pipeline::ExecutorOptions o;
-  o.schedule = pipeline::parse_schedule(config_.get_string("parallel.schedule"));
+  o.schedule = options_.schedule == PipelineSchedule::kGpipe ? pipeline::Schedule::kGpipe
+                                                             : pipeline::Schedule::kOneFOneB;
   o.micro_batches = micro_batches_;
   o.stage = coords_.stage;
   o.stages = layout_.stages();
@@ -221,7 +215,7 @@ nlohmann::json Parallelism::pipeline_report(comm::Communicator& control) const {
                      {"busy_fraction", x[4] > 0 ? x[2] / x[4] : 0.0}});
   }
   return {{"event", "pipeline"},
-          {"schedule", config_.get_string("parallel.schedule")},
+          {"schedule", to_string(options_.schedule)},
           {"stages", layout_.stages()},
           {"micro_batches", micro_batches_},
           {"steps", steps_},

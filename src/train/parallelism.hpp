@@ -31,17 +31,18 @@
 #include "cohort/env/parallel_layout.hpp"
 #include "cohort/pipeline/executor.hpp"
 #include "cohort/pipeline/stage.hpp"
+#include "cohort/train/config.hpp"
 #include "cohort/train/model.hpp"
 
 namespace cohort::train {
-
-class Config;
 
 using LossFn = std::function<at::Tensor(const at::Tensor& logits, const at::Tensor& targets)>;
 
 class Parallelism {
  public:
-  Parallelism(const Config& config, comm::Communicator& world, int ranks_per_node);  // collective
+  // `model_name` names the model in errors. Collective.
+  Parallelism(const ParallelConfig& options, std::string model_name, comm::Communicator& world,
+              int ranks_per_node);
   ~Parallelism();
 
   const env::ParallelLayout& layout() const { return layout_; }
@@ -86,7 +87,8 @@ class Parallelism {
   void sort_parameters();
   void reduce_shared_gradients();
 
-  const Config& config_;
+  ParallelConfig options_;
+  std::string model_name_;
   comm::Communicator& world_;
   env::ParallelLayout layout_;
   env::ParallelCoords coords_;

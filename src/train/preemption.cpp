@@ -5,7 +5,6 @@
 #include <atomic>
 #include <cstdio>
 #include <ctime>
-#include <map>
 #include <sstream>
 
 #include "cohort/error.hpp"
@@ -21,42 +20,16 @@ static_assert(std::atomic<int>::is_always_lock_free);
 
 extern "C" void on_signal(int signal) { g_signal.store(signal, std::memory_order_relaxed); }
 
-const std::map<std::string, int>& signal_names() {
-  static const std::map<std::string, int> kNames = {
-      {"USR1", SIGUSR1}, {"USR2", SIGUSR2}, {"TERM", SIGTERM}, {"INT", SIGINT},
-      {"HUP", SIGHUP},   {"QUIT", SIGQUIT}, {"XCPU", SIGXCPU}};
-  return kNames;
-}
-
 }  // namespace
 
-std::vector<int> parse_signals(const std::string& text) {
-  std::vector<int> signals;
-  std::stringstream in(text);
-  std::string item;
-  while (std::getline(in, item, ',')) {
-    if (item.empty()) continue;
-    const std::string name = item.rfind("SIG", 0) == 0 ? item.substr(3) : item;
-    const auto it = signal_names().find(name);
-    COHORT_CHECK(it != signal_names().end(), ConfigError, "slurm.signals: unknown signal '", item,
-                 "' (USR1, USR2, TERM, INT, HUP, QUIT, XCPU)");
-    signals.push_back(it->second);
-  }
-  return signals;
+std::string signal_name_or_deadline(int signal) {
+  return signal == Preemption::kWallTime ? "time limit" : signal_name(signal);
 }
 
-std::string signal_name(int signal) {
-  if (signal == Preemption::kWallTime) return "time limit";
-  for (const auto& [name, number] : signal_names()) {
-    if (number == signal) return "SIG" + name;
-  }
-  return "signal " + std::to_string(signal);
-}
-
-Preemption::Preemption(const Config& config, comm::Communicator& comm)
-    : config_(config), comm_(comm) {
+Preemption::Preemption(const SlurmConfig& options, comm::Communicator& comm)
+    : options_(options), comm_(comm) {
   g_signal.store(0);
-  for (const int signal : parse_signals(config.get_string("slurm.signals"))) {
+  for (const int signal : parse_signals(options.signals)) {
     struct sigaction action {};
     action.sa_handler = on_signal;
     sigemptyset(&action.sa_mask);
@@ -76,7 +49,7 @@ Preemption::Preemption(const Config& config, comm::Communicator& comm)
 
 // Rank 0, inside a Slurm job with a time limit: stop slurm.time_margin seconds before it.
 void Preemption::arm_deadline() {
-  const std::int64_t margin = config_.get_int("slurm.time_margin");
+  const std::int64_t margin = options_.time_margin;
   const auto job = slurm::current_job(env::Environment::from_process());
   if (comm_.rank() != 0 || margin <= 0 || !job.in_job) return;
   std::optional<std::time_t> end;
@@ -119,14 +92,13 @@ std::string Preemption::come_back(int signal, std::int64_t step) {
   const auto job = slurm::current_job(env::Environment::from_process());
   std::ostringstream line;
   if (signal == kWallTime) {
-    line << "time limit in " << config_.get_int("slurm.time_margin") << " s or less";
+    line << "time limit in " << options_.time_margin << " s or less";
   } else {
     line << signal_name(signal);
   }
   line << " at step " << step << ": checkpoint saved; ";
-  line << slurm::requeue_within_budget(job, config_.get_bool("slurm.requeue"),
-                                       static_cast<int>(config_.get_int("slurm.max_restarts")),
-                                       comm_.rank() == 0)
+  line << slurm::requeue_within_budget(job, options_.requeue,
+                                       static_cast<int>(options_.max_restarts), comm_.rank() == 0)
               .text;
   return line.str();
 }

@@ -23,16 +23,16 @@
 #include <vector>
 
 #include "cohort/comm/communicator.hpp"
+#include "cohort/train/config.hpp"
+#include "train/signals.hpp"
 
 namespace cohort::train {
-
-class Config;
 
 class Preemption {
  public:
   static constexpr int kWallTime = 1000;  // not a signal: the time limit is near
 
-  Preemption(const Config& config, comm::Communicator& comm);
+  Preemption(const SlurmConfig& options, comm::Communicator& comm);
   ~Preemption();
   Preemption(const Preemption&) = delete;
   Preemption& operator=(const Preemption&) = delete;
@@ -45,15 +45,14 @@ class Preemption {
 
  private:
   void arm_deadline();
-  const Config& config_;
+  SlurmConfig options_;
   comm::Communicator& comm_;
   std::vector<std::pair<int, struct sigaction>> previous_;
   std::optional<std::chrono::steady_clock::time_point> deadline_;  // rank 0 only
   bool agree_ = false;  // anything to agree on: signals, or a deadline on rank 0
 };
 
-// "USR1,TERM" -> {SIGUSR1, SIGTERM}; ConfigError naming slurm.signals for an unknown name.
-std::vector<int> parse_signals(const std::string& text);
-std::string signal_name(int signal);  // "SIGUSR1"; "time limit" for kWallTime
+// signal_name(), or "time limit" for kWallTime.
+std::string signal_name_or_deadline(int signal);
 
 }  // namespace cohort::train

@@ -1,10 +1,16 @@
-// Trainer::Impl: the trainer's state and steps, shared by trainer.cpp (setup, the loop, evaluation,
-// checkpoints and signals) and trainer_step.cpp (one optimizer step: forward, backward, gradient
-// synchronisation, clipping, the update).
+// Trainer::Impl: the trainer's components and the steps of its loop, shared by trainer.cpp (setup,
+// the loop, evaluation, checkpoints and signals) and trainer_step.cpp (one optimizer step: forward,
+// backward, gradient synchronisation, clipping, the update).
+//
+// The components, in build order (destroyed in reverse): the communicators, this rank's share of
+// the model with its groups (Parallelism), the loader, the optimizer and its schedule, the
+// checkpoints, preemption and the monitor. Settings reach them once, from the typed config, in
+// setup(); the loop reads only the plan and the step settings worked out there.
 #pragma once
 
 #include <torch/optim/optimizer.h>
 
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <memory>
@@ -17,57 +23,99 @@
 #include "cohort/comm/mpi_session.hpp"
 #include "cohort/data/loader.hpp"
 #include "cohort/monitor/monitor.hpp"
+#include "cohort/train/config.hpp"
 #include "cohort/train/optim.hpp"
 #include "cohort/train/trainer.hpp"
 #include "train/checkpointing.hpp"
 #include "train/parallelism.hpp"
 #include "train/preemption.hpp"
+#include "train/steady_clock.hpp"
 
 namespace cohort::train {
 
-class Config;
+// The run's shape, worked out once by setup().
+struct RunPlan {
+  std::int64_t epochs = 1;
+  std::int64_t total_steps = 0;   // train.epochs' worth, or train.max_steps when fewer
+  bool limited_by_steps = false;  // train.max_steps ends the run before train.epochs do
+  std::int64_t accumulation = 1;  // micro-batches per optimizer step
+  std::int64_t batch_size = 0;    // per replica and micro-batch
+  int replicas = 1;               // data-parallel size
+  std::int64_t eval_every = 0, log_every = 0;
+  std::int64_t samples_per_step() const { return accumulation * batch_size * replicas; }
+};
+
+// How one optimizer step runs.
+struct StepSettings {
+  bool bf16 = false;  // train.precision = bf16: autocast forward passes
+  bool cuda = false;  // the model lives on a GPU
+  double clip_norm = 0;
+  std::int64_t grad_norm_every = 1;  // for the monitor, when not clipping
+  std::int64_t slow_ms = 0;          // debug.slow_rank is this rank: sleep this long per step
+};
+
+// What the monitor is told about the model.
+struct ModelFacts {
+  double flops_per_sample = 0;         // the whole model's
+  std::int64_t parameters = 0;         // the whole model's
+  std::int64_t tokens_per_sample = 0;  // token models: seq_len
+};
+
+// Where the training loop is, and whether (and why) it stops.
+struct LoopState {
+  using Clock = std::chrono::steady_clock;
+  std::int64_t first_step = 0;  // where this start began (a resumed run: the checkpoint's step)
+  std::int64_t step = 0;
+  std::int64_t evaluated_at = -1;
+  std::optional<StopReason> stop;
+  SteadyClock steady;
+};
 
 struct Trainer::Impl {
-  const Config& config;
+  const Config& config;  // read by setup() and the components' construction only
   const comm::MpiSession& session;
   std::unique_ptr<comm::Communicator> comm;     // gradients (MPI or NCCL)
   std::unique_ptr<comm::Communicator> control;  // MPI, CPU scalars: loss, signals, metrics
   std::unique_ptr<monitor::Monitor> monitor;    // outlives the checkpoint writer (its events)
   monitor::StepTimer timer;
-  std::unique_ptr<data::DataLoader> loader;
   std::unique_ptr<Parallelism> parallel;  // this rank's share of the model, its groups, DDP
+  std::unique_ptr<data::DataLoader> loader;
   std::unique_ptr<torch::optim::Optimizer> optimizer;
   std::unique_ptr<LrSchedule> schedule;
   std::unique_ptr<TrainCheckpoints> checkpoints;
   std::unique_ptr<Preemption> preemption;
+  RunPlan plan;
+  StepSettings settings;
+  ModelFacts facts;
+  double last_grad_norm = 0;
+  double grad_norm_seconds = 0;  // spent on norms only the monitor wanted
   std::FILE* progress = stdout;
-  std::int64_t accumulation = 1, total_steps = 0;
-  bool limited_by_steps = false;  // train.max_steps ends the run before train.epochs do
-  bool bf16 = false;              // train.precision = bf16: autocast forward passes
-  bool cuda = false;              // the model lives on a GPU
   TrainSummary summary;
 
   Impl(const Config& c, const comm::MpiSession& s) : config(c), session(s) {}
+
+  // setup (trainer.cpp)
   void setup();
-  double step(const std::vector<data::Batch>& micro, std::int64_t index);
-  double pipeline_step(const data::Batch& batch);
+  void make_loader();
   void build_model(const data::DatasetInfo& info);
-  bool evaluate_and_check(std::int64_t step);
+  void plan_run();
+  // the loop (trainer.cpp)
+  TrainSummary run();
+  void run_epoch(LoopState& loop, std::int64_t epoch);
+  void evaluate_now(LoopState& loop);
+  TrainSummary finish(const LoopState& loop, LoopState::Clock::time_point start);
+  void print_banner() const;
   std::optional<ResumePoint> resume();
   void start_monitor(bool append);
   void report_step(std::int64_t step, std::int64_t epoch);
+  bool evaluate_and_check(std::int64_t step);
+  void stop_for_signal(int signal, std::int64_t step);
   void log(nlohmann::json record) { monitor->event(std::move(record)); }
   void say(const std::string& line) { monitor->say(line); }
-  void stop_for_signal(int signal, std::int64_t step);
-  double grad_norm(double clip, std::int64_t index);
-  double clip_norm = 0;                // optim.clip_norm
-  std::int64_t grad_norm_every = 1;    // monitor.grad_norm_every
-  std::int64_t tokens_per_sample = 0;  // token models: seq_len
-  double last_grad_norm = 0;
-  double grad_norm_seconds = 0;  // spent on norms only the monitor wanted
-  double flops_per_sample = 0;   // the whole model's
-  std::int64_t parameters = 0;   // the whole model's
-  bool slow = false;             // debug.slow_rank: this rank sleeps debug.slow_ms per step
+  // one step (trainer_step.cpp)
+  double step(const std::vector<data::Batch>& micro, std::int64_t index);
+  double pipeline_step(const data::Batch& batch);
+  double grad_norm(std::int64_t index);
 };
 
 }  // namespace cohort::train

@@ -13,7 +13,6 @@
 
 #include "cohort/ddp/distributed_data_parallel.hpp"
 #include "cohort/error.hpp"
-#include "cohort/train/config.hpp"
 #include "train/step.hpp"
 #include "train/trainer_impl.hpp"
 
@@ -23,7 +22,9 @@ namespace cohort::train {
 // else, for the monitor, every monitor.grad_norm_every steps: it reads every gradient once, which
 // costs about as much as a pass of the optimizer (5% of a step of the benchmark MLP on a 2-core
 // VM). NaN: not measured at this step.
-double Trainer::Impl::grad_norm(double clip, std::int64_t index) {
+double Trainer::Impl::grad_norm(std::int64_t index) {
+  const double clip = settings.clip_norm;
+  const std::int64_t grad_norm_every = settings.grad_norm_every;
   const auto& layout = parallel->layout();
   if (layout.stages() > 1 || layout.tensor() > 1) {  // every stage and tensor part holds a share
     if (clip <= 0 &&
@@ -63,11 +64,11 @@ double Trainer::Impl::step(const std::vector<data::Batch>& micro, std::int64_t i
     timer.lap(Phase::kComm);  // buffer broadcast, when there are buffers
     at::Tensor logits;
     {
-      AutocastScope autocast(bf16, cuda);
+      AutocastScope autocast(settings.bf16, settings.cuda);
       logits = parallel->forward(micro[i].inputs);
     }
-    if (slow && i == 0) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(config.get_int("debug.slow_ms")));
+    if (settings.slow_ms > 0 && i == 0) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(settings.slow_ms));
     }
     at::Tensor loss =
         loss_of(logits.to(at::kFloat), micro[i].targets) / static_cast<double>(micro.size());
@@ -78,7 +79,7 @@ double Trainer::Impl::step(const std::vector<data::Batch>& micro, std::int64_t i
     local += loss.item<double>();
     timer.lap(Phase::kComm);  // exposed: what backward did not hide
   }
-  last_grad_norm = grad_norm(clip_norm, index);
+  last_grad_norm = grad_norm(index);
   set_learning_rate(*optimizer, schedule->at(index));
   timer.lap(Phase::kOptimizer);
   checkpoints->before_update();  // an asynchronous save may still be copying the parameters
@@ -100,10 +101,11 @@ double Trainer::Impl::step(const std::vector<data::Batch>& micro, std::int64_t i
 // schedule's order. Compute is charged to backward, blocked transfers to communication.
 double Trainer::Impl::pipeline_step(const data::Batch& batch) {
   const auto forward = [this](const at::Tensor& x) {
-    AutocastScope autocast(bf16, cuda);
+    AutocastScope autocast(settings.bf16, settings.cuda);
     at::Tensor out = parallel->forward(x);
-    if (slow)
-      std::this_thread::sleep_for(std::chrono::milliseconds(config.get_int("debug.slow_ms")));
+    if (settings.slow_ms > 0) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(settings.slow_ms));
+    }
     return out;
   };
   const auto stats = parallel->pipeline_step(

@@ -1,11 +1,21 @@
-// Config: the trainer's settings, one typed table (section, key, type, default, help) read from an
-// INI file with Boost.Program_options and overridden by `--set section.key=value`.
+// Config: the trainer's settings, typed once at load. One table (section, key, the field it fills,
+// type, default, help, range) read from an INI file with Boost.Program_options and overridden by
+// `--set section.key=value`; the result is a TrainConfig of per-section structs.
 //
 // Protocol: Config::load(file, overrides) validates everything up front: an unknown key names the
 // file, the line and the nearest valid key; a bad value names the file, line, key and the
-// expected type or choices (exit code 2). Every key then has a value (its default when not
-// given); resolved_ini() writes them all, and hash() identifies that resolved text (checkpoints
-// record it). The table is also the reference page, docs/config.md (reference_markdown()).
+// expected type, choices or range; a broken cross-field rule (config_rules()) names the file and
+// line of the key it is about (exit code 2). After load every field holds its value (its default
+// when not given) and nothing else reads settings by name: modules take their own option structs,
+// which the trainer fills from these sections. resolved_ini() writes every key, hash() identifies
+// that resolved text (checkpoints record it). The table is also the reference page,
+// docs/config.md (reference_markdown()).
+//
+// A key is declared once, in the table (src/train/config_table.cpp), with COHORT_KEY(section,
+// key): the key's name is the field's name, so a key without a field, or a field read under a
+// misspelt name, does not compile; a unit test checks that no field lacks a key. Future plugin
+// models declare their keys in a table of their own bound to their own struct (see
+// docs/architecture.md, "Configuration"), not here.
 #pragma once
 
 #include <cstdint>
@@ -16,14 +26,161 @@
 
 namespace cohort::train {
 
+// Each enum's order is its key's choices' order in the table ("sgd|adamw").
+enum class Optimizer { kSgd, kAdamw };
+enum class LrScheduleKind { kConstant, kStep, kCosine };
+enum class TargetMetric { kNone, kAccuracy, kLoss, kPerplexity };
+enum class Precision { kFp32, kBf16 };
+enum class IoDriver { kPosix, kMpio };
+enum class GradBackend { kMpi, kNccl };
+enum class PipelineSchedule { k1f1b, kGpipe };
+enum class ConsoleMode { kAuto, kBar, kLines };
+
+struct ModelConfig {
+  std::string name;  // a registered model: mlp, cnn, gpt (a string: models register themselves)
+  std::vector<std::int64_t> hidden;
+  double dropout = 0;
+  std::int64_t width = 0;
+  std::int64_t blocks = 0;
+  bool channels_last = false;
+  std::int64_t heads = 0;
+  std::int64_t context = 0;
+};
+
+struct DataConfig {
+  std::string path;
+  std::string val_path;
+  std::int64_t batch_size = 0;
+  bool shuffle = false;
+  std::int64_t prefetch = 0;
+  IoDriver driver = IoDriver::kPosix;
+  std::int64_t crop_padding = 0;
+  bool flip = false;
+};
+
+struct OptimConfig {
+  Optimizer name = Optimizer::kSgd;
+  double lr = 0;
+  double momentum = 0;
+  bool nesterov = false;
+  double weight_decay = 0;
+  double beta1 = 0;
+  double beta2 = 0;
+  double eps = 0;
+  LrScheduleKind schedule = LrScheduleKind::kConstant;
+  std::int64_t warmup_steps = 0;
+  std::int64_t step_size = 0;
+  double gamma = 0;
+  double min_lr = 0;
+  double clip_norm = 0;
+  std::int64_t accumulation = 0;
+};
+
+struct TrainSection {
+  std::int64_t epochs = 0;
+  std::int64_t max_steps = 0;
+  std::int64_t eval_every = 0;
+  std::int64_t log_every = 0;
+  std::int64_t seed = 0;
+  TargetMetric target_metric = TargetMetric::kNone;
+  double target_value = 0;
+  std::int64_t threads = 0;
+  Precision precision = Precision::kFp32;
+  std::int64_t blas_threads = 0;
+  bool malloc_tuning = false;
+  std::string run_dir;
+};
+
+struct ParallelConfig {
+  GradBackend backend = GradBackend::kMpi;
+  double bucket_mb = 0;
+  std::int64_t timeout_s = 0;
+  bool overlap = false;
+  std::int64_t pipeline_stages = 0;
+  std::int64_t tensor = 0;
+  std::int64_t micro_batches = 0;
+  PipelineSchedule schedule = PipelineSchedule::k1f1b;
+  std::vector<std::int64_t> partition;
+  std::string devices;
+};
+
+struct CheckpointConfig {
+  std::string dir;  // empty: <train.run_dir>/checkpoints (see checkpoint_dir())
+  std::int64_t every_steps = 0;
+  bool async = false;
+  std::int64_t keep_last = 0;
+  std::int64_t keep_every = 0;
+  bool resume = false;
+  bool verify = false;
+};
+
+struct MonitorConfig {
+  bool enabled = false;
+  std::int64_t summary_every = 0;
+  std::string prom_file;
+  std::int64_t grad_norm_every = 0;
+  std::int64_t http_port = 0;
+  std::string http_bind;
+  ConsoleMode console = ConsoleMode::kAuto;
+  double peak_tflops = 0;
+  double data_bound_fraction = 0;
+  double gpu_util_low = 0;
+  double comm_bound_fraction = 0;
+  double straggler_margin = 0;
+  std::int64_t straggler_windows = 0;
+  std::int64_t divergence_windows = 0;
+  double divergence_rise = 0;
+};
+
+struct SlurmConfig {
+  std::string signals;  // "USR1,TERM", names checked at load
+  bool requeue = false;
+  std::int64_t time_margin = 0;
+  std::int64_t max_restarts = 0;
+  std::int64_t max_excluded_nodes = 0;
+  std::int64_t node_failure_wait = 0;
+};
+
+struct DebugConfig {
+  std::int64_t data_delay_ms = 0;
+  std::int64_t slow_rank = 0;
+  std::int64_t slow_ms = 0;
+};
+
+// Every setting, one struct per section, in config_sections() order.
+struct TrainConfig {
+  ModelConfig model;
+  DataConfig data;
+  OptimConfig optim;
+  TrainSection train;
+  ParallelConfig parallel;
+  CheckpointConfig checkpoint;
+  MonitorConfig monitor;
+  SlurmConfig slurm;
+  DebugConfig debug;
+
+  // checkpoint.dir, or <train.run_dir>/checkpoints when it is empty.
+  std::string checkpoint_dir() const;
+};
+
 enum class KeyType { kInt, kFloat, kBool, kString, kChoice, kIntList };
 
 // No bound on that side of a key's range.
 inline constexpr double kNoLimit = std::numeric_limits<double>::infinity();
 
+struct KeySpec;
+
+// Where a key's value lands in a TrainConfig: set() parses the key's validated canonical text into
+// the field, field() returns the field's address (distinct per key: the table test checks it).
+struct FieldRef {
+  void (*set)(TrainConfig& config, const KeySpec& spec, const std::string& text);
+  const void* (*field)(const TrainConfig& config);
+};
+
 struct KeySpec {
   const char* section;
   const char* key;
+  FieldRef ref;
   KeyType type;
   const char* default_value;
   const char* help;
@@ -34,28 +191,36 @@ struct KeySpec {
   double max = kNoLimit;
 };
 
-// The sections, in file order, and every key.
+// A rule between keys (or about a key's text beyond its type), checked at load after every key
+// has its value. problem() returns "" when the rule holds, else what is wrong; the error names
+// the file and line of `key`.
+struct ConfigRule {
+  const char* key;   // "section.key" the error points at
+  const char* rule;  // what must hold, for docs/config.md
+  std::string (*problem)(const TrainConfig& config);
+};
+
+// The sections, in file order, every key, and every cross-field rule.
 const std::vector<std::string>& config_sections();
 const std::vector<KeySpec>& config_table();
+const std::vector<ConfigRule>& config_rules();
 
-class Config {
+class Config : public TrainConfig {
  public:
   // file may be empty (defaults and overrides only). Throws ConfigError.
   static Config load(const std::string& file, const std::vector<std::string>& overrides = {});
-
-  std::int64_t get_int(const std::string& name) const;  // name: "section.key"
-  double get_float(const std::string& name) const;
-  bool get_bool(const std::string& name) const;
-  const std::string& get_string(const std::string& name) const;  // strings and choices
-  std::vector<std::int64_t> get_int_list(const std::string& name) const;
 
   std::string resolved_ini() const;  // every key, table order, with a header comment
   std::string hash() const;          // "xxh3-64:..." of resolved_ini()'s key lines
 
  private:
-  const KeySpec& spec(const std::string& name, KeyType expected) const;
-  std::map<std::string, std::string> values_;  // "section.key" -> text, validated
+  std::map<std::string, std::string> text_;  // "section.key" -> canonical text, validated
 };
+
+// The text of a choice field's value, as the table spells it: to_string(Optimizer::kAdamw) ==
+// "adamw". Defined for each choice enum above.
+template <typename Enum>
+std::string to_string(Enum value);
 
 // docs/config.md, generated from the table.
 std::string reference_markdown();

@@ -16,14 +16,13 @@
 #include <vector>
 
 #include "cohort/pipeline/stage.hpp"
+#include "cohort/train/config.hpp"
 
 namespace cohort::comm {
 class Communicator;
 }
 
 namespace cohort::train {
-
-class Config;
 
 // What the dataset says about a model's inputs and outputs.
 struct ModelInput {
@@ -52,12 +51,13 @@ at::Tensor run_blocks(const std::vector<pipeline::BlockSpec>& blocks, const at::
 // One all-zero input sample ([1, ...], int64 tokens or float features), for shape inference.
 at::Tensor sample_input(const ModelInput& input);
 
-using ModelFactory = std::function<std::shared_ptr<Model>(const Config&, const ModelInput&)>;
+// A factory reads its settings from the [model] section (typed at load).
+using ModelFactory = std::function<std::shared_ptr<Model>(const ModelConfig&, const ModelInput&)>;
 
 // Returns true (for use in a static initializer). Throws on a duplicate name.
 bool register_model(const std::string& name, ModelFactory factory);
 // Throws ConfigError for an unknown model, or a config the data does not fit.
-std::shared_ptr<Model> build_model(const Config& config, const ModelInput& input);
+std::shared_ptr<Model> build_model(const ModelConfig& config, const ModelInput& input);
 std::vector<std::string> model_names();
 std::int64_t parameter_count(const torch::nn::Module& module);
 

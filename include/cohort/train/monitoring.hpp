@@ -5,12 +5,12 @@
 #include "cohort/monitor/diagnosis.hpp"
 #include "cohort/monitor/monitor.hpp"
 
+#include "cohort/train/config.hpp"
+
 namespace cohort::train {
 
-class Config;
-
-monitor::Thresholds diagnosis_thresholds(const Config& config);
+monitor::Thresholds diagnosis_thresholds(const MonitorConfig& config);
 // Everything but what only the trainer knows (total steps, append, model cost, device).
-monitor::MonitorOptions monitor_options(const Config& config);
+monitor::MonitorOptions monitor_options(const TrainConfig& config);
 
 }  // namespace cohort::train

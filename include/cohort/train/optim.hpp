@@ -14,11 +14,11 @@ namespace torch::optim {
 class Optimizer;
 }
 
+#include "cohort/train/config.hpp"
+
 namespace cohort::train {
 
-class Config;
-
-std::unique_ptr<torch::optim::Optimizer> make_optimizer(const Config& config,
+std::unique_ptr<torch::optim::Optimizer> make_optimizer(const OptimConfig& config,
                                                         const std::vector<at::Tensor>& params);
 // Sets the learning rate of every parameter group.
 void set_learning_rate(torch::optim::Optimizer& optimizer, double lr);
@@ -28,11 +28,11 @@ void set_learning_rate(torch::optim::Optimizer& optimizer, double lr);
 // total_steps.
 class LrSchedule {
  public:
-  LrSchedule(const Config& config, std::int64_t total_steps);
+  LrSchedule(const OptimConfig& config, std::int64_t total_steps);
   double at(std::int64_t step) const;
 
  private:
-  std::string kind_;
+  LrScheduleKind kind_;
   double lr_, min_lr_, gamma_;
   std::int64_t warmup_, step_size_, total_;
 };

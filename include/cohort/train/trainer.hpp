@@ -18,6 +18,9 @@
 namespace cohort::comm {
 class MpiSession;
 }
+namespace cohort::env {
+class Environment;
+}
 
 namespace cohort::train {
 
@@ -29,6 +32,15 @@ struct EvalResult {
   double perplexity = 0;     // language models: exp(loss)
   std::int64_t samples = 0;  // targets evaluated: samples, or tokens for language models
   bool per_token = false;    // a language model: loss and counts are per token
+};
+
+// Why a run ended.
+enum class StopReason {
+  kEpochs,         // train.epochs done
+  kMaxSteps,       // train.max_steps reached first
+  kTargetReached,  // train.target_metric reached train.target_value
+  kSignal,         // a signal of slurm.signals: checkpointed, resumable
+  kTimeLimit,      // slurm.time_margin before the job's time limit: checkpointed, resumable
 };
 
 struct TrainSummary {
@@ -44,8 +56,9 @@ struct TrainSummary {
   double steady_samples_per_s = 0;
   // This rank's time in monitoring: the monitor's own calls and the gradient norms it asked for.
   double monitor_seconds = 0;
-  std::string stop_reason;  // "epochs", "max_steps", "target reached", "SIGUSR1", ...
-  bool resumable = false;   // stopped by a signal after a checkpoint: exit code 75
+  StopReason stop_reason = StopReason::kEpochs;
+  int stop_signal = 0;     // kSignal: which one
+  bool resumable = false;  // stopped by a signal after a checkpoint: exit code 75
   int ranks = 1;
   int threads = 1;            // torch intra-op threads per rank
   int blas_threads = 0;       // OpenBLAS threads per rank (0: not OpenBLAS)
@@ -53,6 +66,10 @@ struct TrainSummary {
   std::string launcher;       // who started the ranks: "slurm step", "open mpi", ...
   std::string config_hash;
 };
+
+// "epochs", "max_steps", "target reached", "SIGUSR1", "time limit": the summary's and
+// metrics.jsonl's stop_reason.
+std::string stop_reason_text(const TrainSummary& summary);
 
 class Trainer {
  public:
@@ -72,8 +89,8 @@ class Trainer {
   std::unique_ptr<Impl> impl_;
 };
 
-// torch threads for this rank: train.threads, else SLURM_CPUS_PER_TASK, else the node's cores
-// divided among its local ranks.
-int threads_per_rank(std::int64_t configured, int local_ranks);
+// torch threads for this rank: train.threads, else SLURM_CPUS_PER_TASK of `environment`, else the
+// node's cores divided among its local ranks.
+int threads_per_rank(std::int64_t configured, int local_ranks, const env::Environment& environment);
 
 }  // namespace cohort::train

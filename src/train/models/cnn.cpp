@@ -56,16 +56,13 @@ class BasicBlock : public torch::nn::Module {
 
 class Cnn : public Model {
  public:
-  Cnn(const Config& config, const ModelInput& input)
-      : channels_last_(config.get_bool("model.channels_last")) {
+  Cnn(const ModelConfig& config, const ModelInput& input) : channels_last_(config.channels_last) {
     const auto& shape = input.sample_shape;
     COHORT_CHECK(input.classes >= 2 && (shape.size() == 2 || shape.size() == 3), ConfigError,
                  "model cnn: needs a classification set of images [C, H, W] or [H, W]");
     const std::int64_t channels = shape.size() == 3 ? shape[0] : 1;
-    const std::int64_t width = config.get_int("model.width");
-    const std::int64_t blocks = config.get_int("model.blocks");
-    COHORT_CHECK(width >= 1 && blocks >= 1, ConfigError,
-                 "model cnn: model.width and model.blocks must be >= 1");
+    const std::int64_t width = config.width;  // >= 1, as blocks: checked at load
+    const std::int64_t blocks = config.blocks;
     stem_ = register_module("stem", conv3x3(channels, width, 1));
     stem_bn_ = register_module("stem_bn", torch::nn::BatchNorm2d(width));
     std::int64_t in = width;
@@ -129,7 +126,7 @@ class Cnn : public Model {
 
 }  // namespace
 
-COHORT_REGISTER_MODEL(cnn, [](const Config& config, const ModelInput& input) {
+COHORT_REGISTER_MODEL(cnn, [](const ModelConfig& config, const ModelInput& input) {
   return std::make_shared<Cnn>(config, input);
 });
 

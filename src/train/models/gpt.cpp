@@ -107,19 +107,17 @@ class Block : public torch::nn::Module {
 
 class Gpt : public Model {
  public:
-  Gpt(const Config& config, const ModelInput& input)
-      : context_(config.get_int("model.context")),
-        dropout_(config.get_float("model.dropout")),
-        width_(config.get_int("model.width")),
-        layers_(config.get_int("model.blocks")),
+  Gpt(const ModelConfig& config, const ModelInput& input)
+      : context_(config.context),
+        dropout_(config.dropout),
+        width_(config.width),
+        layers_(config.blocks),
         seq_len_(input.seq_len) {
     const std::int64_t width = width_;
-    const std::int64_t heads = config.get_int("model.heads");
+    const std::int64_t heads = config.heads;  // divides width: checked at load
     const std::int64_t layers = layers_;
     COHORT_CHECK(input.vocab_size >= 2 && input.seq_len >= 1, ConfigError,
                  "model gpt: needs a token dataset (vocab_size and seq_len attributes)");
-    COHORT_CHECK(heads >= 1 && width % heads == 0, ConfigError, "model.width ", width,
-                 " must be divisible by model.heads ", heads);
     COHORT_CHECK(input.seq_len <= context_, ConfigError, "model.context ", context_,
                  " is shorter than the dataset's seq_len ", input.seq_len);
     tokens_ = register_module("tokens", torch::nn::Embedding(input.vocab_size, width));
@@ -199,7 +197,7 @@ class Gpt : public Model {
 
 }  // namespace
 
-COHORT_REGISTER_MODEL(gpt, [](const Config& config, const ModelInput& input) {
+COHORT_REGISTER_MODEL(gpt, [](const ModelConfig& config, const ModelInput& input) {
   return std::make_shared<Gpt>(config, input);
 });
 

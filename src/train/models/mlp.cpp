@@ -13,15 +13,14 @@ namespace {
 
 class Mlp : public Model {
  public:
-  Mlp(const Config& config, const ModelInput& input) {
+  Mlp(const ModelConfig& config, const ModelInput& input) {
     COHORT_CHECK(input.classes >= 2, ConfigError, "model mlp: the dataset has no classes (",
                  input.classes, "); it needs a classification set");
-    const double dropout = config.get_float("model.dropout");
+    const double dropout = config.dropout;
     std::int64_t width = 1;
     for (auto d : input.sample_shape) width *= d;
     int index = 0;
-    for (const auto hidden : config.get_int_list("model.hidden")) {
-      COHORT_CHECK(hidden >= 1, ConfigError, "model.hidden: widths must be >= 1");
+    for (const auto hidden : config.hidden) {  // each >= 1: checked at load
       const std::string name = "fc" + std::to_string(index);
       torch::nn::Linear layer(width, hidden);
       register_module(name, layer);
@@ -53,7 +52,7 @@ class Mlp : public Model {
 
 }  // namespace
 
-COHORT_REGISTER_MODEL(mlp, [](const Config& config, const ModelInput& input) {
+COHORT_REGISTER_MODEL(mlp, [](const ModelConfig& config, const ModelInput& input) {
   return std::make_shared<Mlp>(config, input);
 });
 

@@ -41,13 +41,14 @@ BOOST_AUTO_TEST_CASE(defaults_file_values_and_overrides_in_that_order) {
   IniFile file(
       "# a comment\n[model]\nname = cnn\nhidden = 128, 64\n\n[optim]\nlr = 0.05\nnesterov = yes\n");
   const auto config = Config::load(file.path, {"optim.lr=0.2", "data.batch_size = 32"});
-  BOOST_TEST(config.get_string("model.name") == "cnn");
-  BOOST_TEST(config.get_int_list("model.hidden") == (std::vector<std::int64_t>{128, 64}),
+  BOOST_TEST(config.model.name == "cnn");
+  BOOST_TEST(config.model.hidden == (std::vector<std::int64_t>{128, 64}),
              boost::test_tools::per_element());
-  BOOST_TEST(config.get_float("optim.lr") == 0.2);  // --set wins over the file
-  BOOST_TEST(config.get_bool("optim.nesterov"));
-  BOOST_TEST(config.get_int("data.batch_size") == 32);
-  BOOST_TEST(config.get_float("optim.momentum") == 0.9);  // a default
+  BOOST_TEST(config.optim.lr == 0.2);  // --set wins over the file
+  BOOST_TEST(config.optim.nesterov);
+  BOOST_TEST(config.data.batch_size == 32);
+  BOOST_TEST(config.optim.momentum == 0.9);  // a default
+  BOOST_TEST(config.checkpoint_dir() == "runs/latest/checkpoints");
 }
 
 BOOST_AUTO_TEST_CASE(an_unknown_key_names_file_line_and_the_nearest_key) {
@@ -77,13 +78,67 @@ BOOST_AUTO_TEST_CASE(the_resolved_file_loads_back_to_the_same_hash) {
   IniFile resolved(config.resolved_ini());
   const auto again = Config::load(resolved.path);
   BOOST_TEST(again.hash() == config.hash());
-  BOOST_TEST(again.get_string("model.name") == "gpt");
+  BOOST_TEST(again.model.name == "gpt");
   BOOST_TEST(Config::load("", {"optim.lr=3e-3"}).hash() != config.hash());
   BOOST_TEST(config.hash().rfind("xxh3-64:", 0) == 0u);
 }
 
 BOOST_AUTO_TEST_CASE(a_missing_file_is_a_config_error) {
   BOOST_CHECK_THROW(Config::load("/nonexistent/cohort.ini"), cohort::ConfigError);
+}
+
+BOOST_AUTO_TEST_CASE(a_broken_rule_between_keys_names_where_its_key_was_set) {
+  BOOST_TEST(error_of("[optim]\nmomentum = 0\nnesterov = true\n") ==
+             "FILE:3: optim.nesterov: needs optim.momentum > 0");
+  BOOST_TEST(error_of("[optim]\nnesterov = true\n", {"optim.momentum=0"}) ==
+             "FILE:2: optim.nesterov: needs optim.momentum > 0");
+  BOOST_TEST(error_of("[parallel]\npipeline_stages = 2\nmicro_batches = 3\n") ==
+             "FILE:3: parallel.micro_batches: data.batch_size = 64 is not divisible by "
+             "parallel.micro_batches = 3");
+  BOOST_TEST(error_of("", {"parallel.pipeline_stages=2", "optim.accumulation=2"}) ==
+             "--set optim.accumulation: must be 1 with pipeline stages (use "
+             "parallel.micro_batches)");
+  BOOST_TEST(error_of("", {"parallel.partition=1,2,3"}) ==
+             "--set parallel.partition: has 3 entries for parallel.pipeline_stages = 1");
+  BOOST_TEST(error_of("[model]\nname = gpt\nwidth = 30\n") ==
+             "model.heads (default 4): model.width 30 is not divisible by model.heads 4");
+  BOOST_TEST(
+      error_of("", {"slurm.signals=USR1,BOGUS"}) ==
+      "--set slurm.signals: unknown signal 'BOGUS' (USR1, USR2, TERM, INT, HUP, QUIT, XCPU)");
+  BOOST_TEST(error_of("[monitor]\nhttp_bind = a,b\n") ==
+             "FILE:2: monitor.http_bind: 'a,b' is not one host name or address");
+  BOOST_TEST(error_of("", {"optim.lr=0"}) == "--set optim.lr: must be > 0");
+  BOOST_TEST(error_of("[model]\nname = mlp\nwidth = 30\n").empty());  // heads: gpt only
+}
+
+BOOST_AUTO_TEST_CASE(every_choice_enum_follows_its_keys_choices) {
+  namespace t = cohort::train;
+  BOOST_TEST(t::to_string(t::Optimizer::kSgd) == "sgd");
+  BOOST_TEST(t::to_string(t::Optimizer::kAdamw) == "adamw");
+  BOOST_TEST(t::to_string(t::LrScheduleKind::kConstant) == "constant");
+  BOOST_TEST(t::to_string(t::LrScheduleKind::kStep) == "step");
+  BOOST_TEST(t::to_string(t::LrScheduleKind::kCosine) == "cosine");
+  BOOST_TEST(t::to_string(t::TargetMetric::kNone) == "none");
+  BOOST_TEST(t::to_string(t::TargetMetric::kAccuracy) == "accuracy");
+  BOOST_TEST(t::to_string(t::TargetMetric::kLoss) == "loss");
+  BOOST_TEST(t::to_string(t::TargetMetric::kPerplexity) == "perplexity");
+  BOOST_TEST(t::to_string(t::Precision::kFp32) == "fp32");
+  BOOST_TEST(t::to_string(t::Precision::kBf16) == "bf16");
+  BOOST_TEST(t::to_string(t::IoDriver::kPosix) == "posix");
+  BOOST_TEST(t::to_string(t::IoDriver::kMpio) == "mpio");
+  BOOST_TEST(t::to_string(t::GradBackend::kMpi) == "mpi");
+  BOOST_TEST(t::to_string(t::GradBackend::kNccl) == "nccl");
+  BOOST_TEST(t::to_string(t::PipelineSchedule::k1f1b) == "1f1b");
+  BOOST_TEST(t::to_string(t::PipelineSchedule::kGpipe) == "gpipe");
+  BOOST_TEST(t::to_string(t::ConsoleMode::kAuto) == "auto");
+  BOOST_TEST(t::to_string(t::ConsoleMode::kBar) == "bar");
+  BOOST_TEST(t::to_string(t::ConsoleMode::kLines) == "lines");
+  const auto config = Config::load("", {"optim.name=adamw", "parallel.schedule=gpipe",
+                                        "monitor.console=lines", "optim.schedule=cosine"});
+  BOOST_TEST((config.optim.name == t::Optimizer::kAdamw));
+  BOOST_TEST((config.parallel.schedule == t::PipelineSchedule::kGpipe));
+  BOOST_TEST((config.monitor.console == t::ConsoleMode::kLines));
+  BOOST_TEST((config.optim.schedule == t::LrScheduleKind::kCosine));
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -21,7 +21,7 @@ BOOST_AUTO_TEST_CASE(every_model_is_registered) {
 
 BOOST_AUTO_TEST_CASE(mlp_maps_samples_to_class_logits) {
   const auto config = Config::load("", {"model.name=mlp", "model.hidden=32,16"});
-  auto model = build_model(config, ModelInput{{1, 8, 8}, 10, 0, 0});
+  auto model = build_model(config.model, ModelInput{{1, 8, 8}, 10, 0, 0});
   BOOST_TEST(model->forward(at::randn({5, 1, 8, 8})).sizes() == (at::IntArrayRef{5, 10}));
   // 64*32+32 + 32*16+16 + 16*10+10
   BOOST_TEST(cohort::train::parameter_count(*model) == 2080 + 528 + 170);
@@ -29,7 +29,7 @@ BOOST_AUTO_TEST_CASE(mlp_maps_samples_to_class_logits) {
 
 BOOST_AUTO_TEST_CASE(cnn_is_a_resnet_with_batchnorm_buffers) {
   const auto config = Config::load("", {"model.name=cnn", "model.width=8", "model.blocks=1"});
-  auto model = build_model(config, ModelInput{{1, 28, 28}, 10, 0, 0});
+  auto model = build_model(config.model, ModelInput{{1, 28, 28}, 10, 0, 0});
   BOOST_TEST(model->forward(at::randn({3, 1, 28, 28})).sizes() == (at::IntArrayRef{3, 10}));
   BOOST_TEST(model->buffers().size() > 0u);  // running means and variances
   BOOST_TEST(model->forward(at::randn({2, 28, 28})).sizes() == (at::IntArrayRef{2, 10}));
@@ -38,7 +38,7 @@ BOOST_AUTO_TEST_CASE(cnn_is_a_resnet_with_batchnorm_buffers) {
 BOOST_AUTO_TEST_CASE(gpt_is_causal_with_a_tied_head) {
   const auto config = Config::load("", {"model.name=gpt", "model.width=32", "model.heads=4",
                                         "model.blocks=2", "model.context=16"});
-  auto model = build_model(config, ModelInput{{16}, 0, 50, 16});
+  auto model = build_model(config.model, ModelInput{{16}, 0, 50, 16});
   model->eval();
   at::Tensor tokens = at::randint(50, {2, 16});
   const at::Tensor logits = model->forward(tokens);
@@ -57,14 +57,18 @@ BOOST_AUTO_TEST_CASE(gpt_is_causal_with_a_tied_head) {
 
 BOOST_AUTO_TEST_CASE(a_model_the_data_does_not_fit_is_a_config_error) {
   const auto tokens = ModelInput{{16}, 0, 50, 16};
-  BOOST_CHECK_THROW(build_model(Config::load("", {"model.name=mlp"}), tokens), cohort::ConfigError);
-  BOOST_CHECK_THROW(build_model(Config::load("", {"model.name=cnn"}), ModelInput{{64}, 10, 0, 0}),
+  BOOST_CHECK_THROW(build_model(Config::load("", {"model.name=mlp"}).model, tokens),
                     cohort::ConfigError);
   BOOST_CHECK_THROW(
-      build_model(Config::load("", {"model.name=gpt", "model.width=30", "model.heads=4"}), tokens),
+      build_model(Config::load("", {"model.name=cnn"}).model, ModelInput{{64}, 10, 0, 0}),
       cohort::ConfigError);
-  BOOST_CHECK_THROW(build_model(Config::load("", {"model.name=gpt", "model.context=8"}), tokens),
-                    cohort::ConfigError);
+  BOOST_CHECK_THROW(
+      build_model(Config::load("", {"model.name=gpt", "model.width=30", "model.heads=4"}).model,
+                  tokens),
+      cohort::ConfigError);
+  BOOST_CHECK_THROW(
+      build_model(Config::load("", {"model.name=gpt", "model.context=8"}).model, tokens),
+      cohort::ConfigError);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -15,18 +15,20 @@ using cohort::train::LrSchedule;
 BOOST_AUTO_TEST_SUITE(train_optim)
 
 BOOST_AUTO_TEST_CASE(schedules_warm_up_then_hold_step_or_anneal) {
-  const LrSchedule constant(Config::load("", {"optim.lr=0.1", "optim.warmup_steps=4"}), 100);
+  const LrSchedule constant(Config::load("", {"optim.lr=0.1", "optim.warmup_steps=4"}).optim, 100);
   BOOST_TEST(constant.at(0) == 0.025);
   BOOST_TEST(constant.at(3) == 0.1);
   BOOST_TEST(constant.at(50) == 0.1);
   const LrSchedule step(Config::load("", {"optim.lr=1", "optim.schedule=step", "optim.step_size=10",
-                                          "optim.gamma=0.5"}),
+                                          "optim.gamma=0.5"})
+                            .optim,
                         100);
   BOOST_TEST(step.at(9) == 1.0);
   BOOST_TEST(step.at(10) == 0.5);
   BOOST_TEST(step.at(25) == 0.25);
   const LrSchedule cosine(Config::load("", {"optim.lr=1", "optim.schedule=cosine",
-                                            "optim.warmup_steps=10", "optim.min_lr=0.1"}),
+                                            "optim.warmup_steps=10", "optim.min_lr=0.1"})
+                              .optim,
                           110);
   BOOST_TEST(cosine.at(10) == 1.0);
   BOOST_TEST(std::abs(cosine.at(60) - 0.55) < 1e-12);  // halfway: the midpoint
@@ -50,14 +52,14 @@ BOOST_AUTO_TEST_CASE(clipping_scales_to_the_global_norm_through_the_reduction) {
 
 BOOST_AUTO_TEST_CASE(optimizers_follow_the_config) {
   at::Tensor p = at::full({2}, 1.0).requires_grad_();
-  auto sgd = cohort::train::make_optimizer(Config::load("", {"optim.nesterov=true"}), {p});
+  auto sgd = cohort::train::make_optimizer(Config::load("", {"optim.nesterov=true"}).optim, {p});
   BOOST_TEST(dynamic_cast<torch::optim::SGD*>(sgd.get()) != nullptr);
-  auto adamw = cohort::train::make_optimizer(Config::load("", {"optim.name=adamw"}), {p});
+  auto adamw = cohort::train::make_optimizer(Config::load("", {"optim.name=adamw"}).optim, {p});
   BOOST_TEST(dynamic_cast<torch::optim::AdamW*>(adamw.get()) != nullptr);
   cohort::train::set_learning_rate(*adamw, 0.5);
   BOOST_TEST(adamw->param_groups()[0].options().get_lr() == 0.5);
-  BOOST_CHECK_THROW(cohort::train::make_optimizer(
-                        Config::load("", {"optim.nesterov=true", "optim.momentum=0"}), {p}),
+  // Nesterov without momentum is refused at load (config_rules), before any optimizer exists.
+  BOOST_CHECK_THROW(Config::load("", {"optim.nesterov=true", "optim.momentum=0"}),
                     cohort::ConfigError);
 }
 

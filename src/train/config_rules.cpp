@@ -1,0 +1,135 @@
+// The rules between keys, checked once at load (Config::load), and what the typed sections derive
+// from the table: choice names, the checkpoint directory.
+#include <sstream>
+#include <string>
+
+#include "cohort/error.hpp"
+#include "cohort/train/config.hpp"
+#include "train/config_fields.hpp"
+#include "train/signals.hpp"
+
+namespace cohort::train {
+namespace {
+
+std::string join(std::initializer_list<std::string> parts) {
+  std::string out;
+  for (const auto& part : parts) out += part;
+  return out;
+}
+
+bool pipelined(const TrainConfig& c) { return c.parallel.pipeline_stages > 1; }
+
+// One host name or address: a comma would open more listeners in the exporter (civetweb's syntax).
+bool one_host(const std::string& text) {
+  return !text.empty() &&
+         text.find_first_not_of(
+             "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-:[]") ==
+             std::string::npos;
+}
+
+const KeySpec& find_key(const char* section, const char* key) {
+  for (const auto& spec : config_table()) {
+    if (std::string(spec.section) == section && std::string(spec.key) == key) return spec;
+  }
+  COHORT_THROW(Error, "config: no key ", section, ".", key, " (a bug)");
+}
+
+}  // namespace
+
+const std::vector<ConfigRule>& config_rules() {
+  using C = const TrainConfig&;
+  static const std::vector<ConfigRule> rules = {
+      {"optim.lr", "optim.lr > 0",
+       [](C c) -> std::string { return c.optim.lr > 0 ? "" : "must be > 0"; }},
+      {"optim.nesterov", "optim.nesterov needs optim.momentum > 0",
+       [](C c) -> std::string {
+         return !c.optim.nesterov || c.optim.momentum > 0 ? "" : "needs optim.momentum > 0";
+       }},
+      {"parallel.micro_batches",
+       "with pipeline stages, data.batch_size divides by parallel.micro_batches",
+       [](C c) -> std::string {
+         if (!pipelined(c) || c.data.batch_size % c.parallel.micro_batches == 0) return "";
+         return join({"data.batch_size = ", std::to_string(c.data.batch_size),
+                      " is not divisible by parallel.micro_batches = ",
+                      std::to_string(c.parallel.micro_batches)});
+       }},
+      {"optim.accumulation", "with pipeline stages, optim.accumulation = 1",
+       [](C c) -> std::string {
+         return !pipelined(c) || c.optim.accumulation == 1
+                    ? ""
+                    : "must be 1 with pipeline stages (use parallel.micro_batches)";
+       }},
+      {"parallel.partition", "parallel.partition is empty or has one entry per pipeline stage",
+       [](C c) -> std::string {
+         const auto n = static_cast<std::int64_t>(c.parallel.partition.size());
+         if (n == 0 || n == c.parallel.pipeline_stages) return "";
+         return join({"has ", std::to_string(n), " entries for parallel.pipeline_stages = ",
+                      std::to_string(c.parallel.pipeline_stages)});
+       }},
+      {"model.heads", "gpt: model.width divides by model.heads",
+       [](C c) -> std::string {
+         if (c.model.name != "gpt" || c.model.width % c.model.heads == 0) return "";
+         return join({"model.width ", std::to_string(c.model.width),
+                      " is not divisible by model.heads ", std::to_string(c.model.heads)});
+       }},
+      {"monitor.http_bind", "monitor.http_bind is one host name or address",
+       [](C c) -> std::string {
+         return one_host(c.monitor.http_bind)
+                    ? ""
+                    : "'" + c.monitor.http_bind + "' is not one host name or address";
+       }},
+      {"slurm.signals",
+       "slurm.signals lists USR1, USR2, TERM, INT, HUP, QUIT, XCPU (SIG prefix optional)",
+       [](C c) -> std::string {
+         const std::string bad = unknown_signal(c.slurm.signals);
+         return bad.empty()
+                    ? ""
+                    : "unknown signal '" + bad + "' (USR1, USR2, TERM, INT, HUP, QUIT, XCPU)";
+       }},
+  };
+  return rules;
+}
+
+std::string TrainConfig::checkpoint_dir() const {
+  return checkpoint.dir.empty() ? train.run_dir + "/checkpoints" : checkpoint.dir;
+}
+
+namespace detail {
+
+int choice_index(const KeySpec& spec, const std::string& text) {
+  int index = 0;
+  std::istringstream choices(spec.choices);
+  for (std::string choice; std::getline(choices, choice, '|'); ++index) {
+    if (choice == text) return index;
+  }
+  COHORT_THROW(Error, "config: '", text, "' is not a choice of ", spec.key, " (a bug)");
+}
+
+}  // namespace detail
+
+namespace {
+std::string choice_text(const char* section, const char* key, int index) {
+  std::istringstream choices(find_key(section, key).choices);
+  std::string choice;
+  for (int i = 0; i <= index && std::getline(choices, choice, '|'); ++i) {
+  }
+  return choice;
+}
+}  // namespace
+
+#define COHORT_CHOICE_TEXT(Enum, section, key)                 \
+  template <>                                                  \
+  std::string to_string(Enum value) {                          \
+    return choice_text(section, key, static_cast<int>(value)); \
+  }
+COHORT_CHOICE_TEXT(Optimizer, "optim", "name")
+COHORT_CHOICE_TEXT(LrScheduleKind, "optim", "schedule")
+COHORT_CHOICE_TEXT(TargetMetric, "train", "target_metric")
+COHORT_CHOICE_TEXT(Precision, "train", "precision")
+COHORT_CHOICE_TEXT(IoDriver, "data", "driver")
+COHORT_CHOICE_TEXT(GradBackend, "parallel", "backend")
+COHORT_CHOICE_TEXT(PipelineSchedule, "parallel", "schedule")
+COHORT_CHOICE_TEXT(ConsoleMode, "monitor", "console")
+#undef COHORT_CHOICE_TEXT
+
+}  // namespace cohort::train

@@ -1,0 +1,123 @@
+// The training loop of Trainer::Impl, top to bottom: resume, then per epoch the batches, grouped
+// into optimizer steps; after each step a checkpoint when due, the agreed signal, the monitor's
+// report, evaluation when due, and the decision to stop; at the end the final evaluation, the last
+// checkpoint and the run's record.
+#include <chrono>
+#include <cstdio>
+#include <optional>
+#include <vector>
+
+#include "cohort/data/loader.hpp"
+#include "cohort/monitor/monitor.hpp"
+#include "train/trainer_impl.hpp"
+
+namespace cohort::train {
+
+void Trainer::Impl::print_banner() const {
+  if (session.rank() != 0 || plan.log_every <= 0) return;
+  const auto& s = summary;
+  std::fprintf(progress,
+               "train: %d rank(s) (%s), %d torch + %d OpenBLAS thread(s) per rank, malloc "
+               "tuning %s, %lld steps\n",
+               s.ranks, s.launcher.c_str(), s.threads, s.blas_threads, s.malloc_tuning.c_str(),
+               static_cast<long long>(plan.total_steps));
+  const auto& layout = parallel->layout();
+  if (layout.stages() > 1 || layout.tensor() > 1) {
+    std::fprintf(progress,
+                 "parallel: data %d x pipeline %d x tensor %d (%s schedule, %lld "
+                 "micro-batches; cohort env --parallel shows the ranks)\n",
+                 layout.data(), layout.stages(), layout.tensor(),
+                 to_string(config.parallel.schedule).c_str(),
+                 static_cast<long long>(config.parallel.micro_batches));
+  }
+}
+
+TrainSummary Trainer::Impl::run() {
+  const auto start = LoopState::Clock::now();
+  print_banner();
+  const auto resumed = resume();
+  LoopState loop;
+  loop.first_step = loop.step = resumed ? resumed->step : 0;
+  if (loop.step >= plan.total_steps) loop.stop = StopReason::kEpochs;  // a finished run again
+  timer.begin();
+  for (std::int64_t epoch = resumed ? resumed->loader.epoch : 0; epoch < plan.epochs && !loop.stop;
+       ++epoch) {
+    summary.epochs = epoch + 1;
+    run_epoch(loop, epoch);
+    if (!loop.stop && plan.eval_every == 0) evaluate_now(loop);
+  }
+  if (loop.evaluated_at != loop.step && !summary.resumable) evaluate_now(loop);  // the final model
+  checkpoints->maybe_save(loop.step, loader->state(), plan.batch_size, /*final=*/true);
+  checkpoints->finish();  // the last save is on disk before the run reports its end
+  if (parallel->pipelined()) {
+    auto record = parallel->pipeline_report(*control);
+    if (!record.empty()) log(std::move(record));
+  }
+  monitor->finish();
+  return finish(loop, start);
+}
+
+// The epoch's batches, `plan.accumulation` to an optimizer step, each step followed by what
+// comes between steps; returns early when the loop is to stop.
+void Trainer::Impl::run_epoch(LoopState& loop, std::int64_t epoch) {
+  std::vector<data::Batch> micro;
+  while (auto batch = loader->next()) {
+    timer.lap(monitor::Phase::kData);
+    micro.push_back(std::move(*batch));
+    if (static_cast<std::int64_t>(micro.size()) < plan.accumulation) continue;
+    summary.last_loss = step(micro, loop.step);
+    micro.clear();
+    ++loop.step;
+    loop.steady.step_done(loop.step - loop.first_step);
+    checkpoints->maybe_save(loop.step, loader->state(), plan.batch_size, false);
+    timer.lap(monitor::Phase::kCheckpoint);
+    const int signal = preemption->agreed_signal();
+    timer.lap(monitor::Phase::kComm);
+    report_step(loop.step, epoch);
+    timer.begin();
+    if (plan.eval_every > 0 && loop.step % plan.eval_every == 0) evaluate_now(loop);
+    if (signal != 0) {
+      stop_for_signal(signal, loop.step);
+      loop.stop = signal == Preemption::kWallTime ? StopReason::kTimeLimit : StopReason::kSignal;
+      summary.stop_signal = signal == Preemption::kWallTime ? 0 : signal;
+      summary.resumable = true;
+    }
+    if (loop.step >= plan.total_steps && !loop.stop) {
+      loop.stop = plan.limited_by_steps ? StopReason::kMaxSteps : StopReason::kEpochs;
+    }
+    if (loop.stop) return;
+  }
+  // A partial accumulation group at the epoch's end is dropped (`micro`), on every rank alike.
+}
+
+// Evaluation between steps: not part of any step's time, nor of the steady throughput.
+void Trainer::Impl::evaluate_now(LoopState& loop) {
+  loop.evaluated_at = loop.step;
+  const auto eval_start = LoopState::Clock::now();
+  if (evaluate_and_check(loop.step)) loop.stop = StopReason::kTargetReached;
+  loop.steady.exclude(LoopState::Clock::now() - eval_start);
+  timer.begin();
+}
+
+// The summary and the run's "end" record.
+TrainSummary Trainer::Impl::finish(const LoopState& loop, LoopState::Clock::time_point start) {
+  auto& s = summary;
+  s.stop_reason = loop.stop.value_or(StopReason::kEpochs);
+  s.monitor_seconds = monitor->own_seconds() + grad_norm_seconds;
+  s.steps = loop.step;
+  s.seconds = std::chrono::duration<double>(LoopState::Clock::now() - start).count();
+  const std::int64_t samples = (loop.step - loop.first_step) * plan.samples_per_step();
+  s.samples_per_s = static_cast<double>(samples) / s.seconds;  // this start, end to end
+  s.steady_samples_per_s = loop.steady.samples_per_s(plan.samples_per_step());
+  log({{"event", "end"},
+       {"steps", s.steps},
+       {"seconds", s.seconds},
+       {"samples", samples},
+       {"samples_per_s", s.samples_per_s},
+       {"steady_samples_per_s", s.steady_samples_per_s},
+       {"monitor_s", s.monitor_seconds},
+       {"stop_reason", stop_reason_text(s)}});
+  return s;
+}
+
+}  // namespace cohort::train
