@@ -7,7 +7,6 @@
 
 #include <chrono>
 #include <cmath>
-#include <cstdlib>
 #include <filesystem>
 
 #include "cohort/comm/communicator.hpp"

@@ -75,9 +75,7 @@ TrainCheckpoints::TrainCheckpoints(const TrainConfig& config, std::string config
       model_(model),
       optimizer_(optimizer),
       comm_(comm::make_communicator(session, comm::Backend::kMpi, quiet_waits())),  // its own
-      dir_(config.checkpoint_dir()),
-      every_(config.checkpoint.every_steps),
-      async_(config.checkpoint.async) {
+      dir_(config.checkpoint_dir()) {
   // Inside Slurm a save attempt is named by the job and its restart: a requeued job never writes
   // into a leftover of the previous run.
   const auto job = slurm::current_job(env::Environment::from_process());
@@ -233,8 +231,9 @@ std::optional<ResumePoint> TrainCheckpoints::resume(std::int64_t batch_size, std
 
 std::string TrainCheckpoints::maybe_save(std::int64_t step, const data::LoaderState& loader,
                                          std::int64_t batch_size, bool final) {
-  if (every_ <= 0 || step == last_saved_ || (!final && step % every_ != 0)) return "";
-  save(step, loader, batch_size, async_);
+  const std::int64_t every = options_.every_steps;
+  if (every <= 0 || step == last_saved_ || (!final && step % every != 0)) return "";
+  save(step, loader, batch_size, options_.async);
   return dir_ + "/" + ckpt::step_dir_name(step);
 }
 

@@ -60,7 +60,7 @@ class TrainCheckpoints {
                    const comm::MpiSession& session, torch::nn::Module& model,
                    torch::optim::Optimizer& optimizer);
   ~TrainCheckpoints();
-  bool saving() const { return every_ > 0; }
+  bool saving() const { return options_.every_steps > 0; }
 
   // Collective. Cleans leftovers of interrupted saves, then loads the newest valid checkpoint
   // (checkpoint.resume); nullopt when there is none. Warnings go to `progress` on rank 0.
@@ -105,9 +105,8 @@ class TrainCheckpoints {
   torch::optim::Optimizer& optimizer_;
   std::unique_ptr<comm::Communicator> comm_;
   std::string dir_;
-  std::int64_t every_ = 0, last_saved_ = -1;
+  std::int64_t last_saved_ = -1;
   std::vector<std::pair<torch::optim::AdamWParamState*, at::Tensor>> adamw_steps_;
-  bool async_ = false;
   std::thread writer_;
   std::atomic<bool> writing_{false};
   std::exception_ptr writer_error_;

@@ -131,16 +131,13 @@ void Trainer::Impl::build_model(const data::DatasetInfo& info) {
 
 // Steps, epochs and batches of the run; the accumulation depends on the dataset's size.
 void Trainer::Impl::plan_run() {
-  plan.epochs = config.train.epochs;
   plan.accumulation = config.optim.accumulation;
   plan.batch_size = config.data.batch_size;
   plan.replicas = parallel->layout().data();
-  plan.eval_every = config.train.eval_every;
-  plan.log_every = config.train.log_every;
   COHORT_CHECK(plan.accumulation <= loader->batches_per_epoch(), ConfigError,
                "optim.accumulation must be 1..", loader->batches_per_epoch(),
                " (batches per epoch)");
-  plan.total_steps = loader->batches_per_epoch() / plan.accumulation * plan.epochs;
+  plan.total_steps = loader->batches_per_epoch() / plan.accumulation * config.train.epochs;
   const std::int64_t max_steps = config.train.max_steps;
   plan.limited_by_steps = max_steps > 0 && max_steps < plan.total_steps;
   if (plan.limited_by_steps) plan.total_steps = max_steps;

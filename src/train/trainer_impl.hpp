@@ -5,7 +5,8 @@
 // The components, in build order (destroyed in reverse): the communicators, this rank's share of
 // the model with its groups (Parallelism), the loader, the optimizer and its schedule, the
 // checkpoints, preemption and the monitor. Settings reach them once, from the typed config, in
-// setup(); the loop reads only the plan and the step settings worked out there.
+// setup(); the loop reads the typed config and what setup() worked out from it (the plan, the
+// step settings).
 #pragma once
 
 #include <torch/optim/optimizer.h>
@@ -35,13 +36,11 @@ namespace cohort::train {
 
 // The run's shape, worked out once by setup().
 struct RunPlan {
-  std::int64_t epochs = 1;
   std::int64_t total_steps = 0;   // train.epochs' worth, or train.max_steps when fewer
   bool limited_by_steps = false;  // train.max_steps ends the run before train.epochs do
   std::int64_t accumulation = 1;  // micro-batches per optimizer step
   std::int64_t batch_size = 0;    // per replica and micro-batch
   int replicas = 1;               // data-parallel size
-  std::int64_t eval_every = 0, log_every = 0;
   std::int64_t samples_per_step() const { return accumulation * batch_size * replicas; }
 };
 
@@ -72,7 +71,7 @@ struct LoopState {
 };
 
 struct Trainer::Impl {
-  const Config& config;  // read by setup() and the components' construction only
+  const Config& config;  // typed; the components got their option structs from it in setup()
   const comm::MpiSession& session;
   std::unique_ptr<comm::Communicator> comm;     // gradients (MPI or NCCL)
   std::unique_ptr<comm::Communicator> control;  // MPI, CPU scalars: loss, signals, metrics

@@ -14,7 +14,7 @@
 namespace cohort::train {
 
 void Trainer::Impl::print_banner() const {
-  if (session.rank() != 0 || plan.log_every <= 0) return;
+  if (session.rank() != 0 || config.train.log_every <= 0) return;
   const auto& s = summary;
   std::fprintf(progress,
                "train: %d rank(s) (%s), %d torch + %d OpenBLAS thread(s) per rank, malloc "
@@ -40,11 +40,11 @@ TrainSummary Trainer::Impl::run() {
   loop.first_step = loop.step = resumed ? resumed->step : 0;
   if (loop.step >= plan.total_steps) loop.stop = StopReason::kEpochs;  // a finished run again
   timer.begin();
-  for (std::int64_t epoch = resumed ? resumed->loader.epoch : 0; epoch < plan.epochs && !loop.stop;
-       ++epoch) {
+  for (std::int64_t epoch = resumed ? resumed->loader.epoch : 0;
+       epoch < config.train.epochs && !loop.stop; ++epoch) {
     summary.epochs = epoch + 1;
     run_epoch(loop, epoch);
-    if (!loop.stop && plan.eval_every == 0) evaluate_now(loop);
+    if (!loop.stop && config.train.eval_every == 0) evaluate_now(loop);
   }
   if (loop.evaluated_at != loop.step && !summary.resumable) evaluate_now(loop);  // the final model
   checkpoints->maybe_save(loop.step, loader->state(), plan.batch_size, /*final=*/true);
@@ -75,7 +75,8 @@ void Trainer::Impl::run_epoch(LoopState& loop, std::int64_t epoch) {
     timer.lap(monitor::Phase::kComm);
     report_step(loop.step, epoch);
     timer.begin();
-    if (plan.eval_every > 0 && loop.step % plan.eval_every == 0) evaluate_now(loop);
+    if (const auto every = config.train.eval_every; every > 0 && loop.step % every == 0)
+      evaluate_now(loop);
     if (signal != 0) {
       stop_for_signal(signal, loop.step);
       loop.stop = signal == Preemption::kWallTime ? StopReason::kTimeLimit : StopReason::kSignal;
