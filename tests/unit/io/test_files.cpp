@@ -93,6 +93,19 @@ BOOST_AUTO_TEST_CASE(a_failed_rename_is_reported_and_leaves_the_old_file_and_no_
   fs::remove_all(dir);
 }
 
+BOOST_AUTO_TEST_CASE(a_malformed_fault_setting_injects_nothing) {
+  const auto dir = fresh_dir("fault");
+  const std::string path = (dir / "victim.txt").string();
+  for (const char* setting : {"rename:", "rename", "victim", "RENAME:victim", ""}) {
+    ::setenv("COHORT_FAULT_IO", setting, 1);
+    io::write_file_atomically(path, setting);  // no target text: the rename goes through
+    BOOST_TEST(read(path) == setting);
+  }
+  ::unsetenv("COHORT_FAULT_IO");
+  BOOST_TEST(entries(dir) == 1);
+  fs::remove_all(dir);
+}
+
 BOOST_AUTO_TEST_CASE(checksums_round_trip_and_refuse_malformed_text) {
   const std::string text = io::format_checksum(0x0123456789abcdefULL);
   BOOST_TEST(text == "xxh3-64:0123456789abcdef");

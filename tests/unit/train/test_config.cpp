@@ -1,10 +1,13 @@
 #include <boost/test/unit_test.hpp>
 #include <cstdio>
 #include <fstream>
+#include <map>
 #include <string>
 
+#include "cohort/env/environment.hpp"
 #include "cohort/error.hpp"
 #include "cohort/train/config.hpp"
+#include "cohort/train/trainer.hpp"
 
 using cohort::train::Config;
 
@@ -139,6 +142,22 @@ BOOST_AUTO_TEST_CASE(every_choice_enum_follows_its_keys_choices) {
   BOOST_TEST((config.parallel.schedule == t::PipelineSchedule::kGpipe));
   BOOST_TEST((config.monitor.console == t::ConsoleMode::kLines));
   BOOST_TEST((config.optim.schedule == t::LrScheduleKind::kCosine));
+}
+
+// SLURM_CPUS_PER_TASK is read through env::Environment: a count is used (within the node's
+// cores), anything else is an environment error rather than silently ignored.
+BOOST_AUTO_TEST_CASE(threads_per_rank_reads_slurm_cpus_per_task_from_the_environment) {
+  using Vars = std::map<std::string, std::string>;
+  const auto env_of = [](Vars vars) { return cohort::env::Environment(std::move(vars)); };
+  BOOST_TEST(cohort::train::threads_per_rank(0, 1, env_of(Vars{{"SLURM_CPUS_PER_TASK", "1"}})) ==
+             1);
+  BOOST_TEST(cohort::train::threads_per_rank(1, 1, env_of(Vars{{"SLURM_CPUS_PER_TASK", "x"}})) ==
+             1);  // train.threads wins; the variable is not read
+  for (const char* bad : {"x", "0", "-2", "1e3", ""}) {
+    BOOST_CHECK_THROW(
+        cohort::train::threads_per_rank(0, 1, env_of(Vars{{"SLURM_CPUS_PER_TASK", bad}})),
+        cohort::EnvironmentError);
+  }
 }
 
 BOOST_AUTO_TEST_SUITE_END()
