@@ -18,6 +18,8 @@
 #include "cohort/env/system_info.hpp"
 #include "cohort/env/topology_json.hpp"
 #include "cohort/error.hpp"
+#include "cohort/io/hdf5_version.hpp"
+#include "cohort/slurm/version.hpp"
 #include "cohort/train/torch_runtime.hpp"
 #include "command.hpp"
 
@@ -26,6 +28,27 @@ using nlohmann::json;
 
 namespace cohort::cli {
 namespace {
+
+// libslurm's release and, inside a job on rank 0 only (one RPC per job, not per rank), the
+// controller's and whether the two are within Slurm's RPC window. Outside a job there may be no
+// slurm.conf, and libslurm exits the process when it finds none: the controller is not asked.
+json libslurm_report(const env::Topology& topology) {
+  json out = {{"release", slurm::library_release()},
+              {"api", slurm::library_api_version()},
+              {"controller", nullptr},
+              {"rpc_window", nullptr}};
+  if (!topology.slurm || topology.rank != 0) return out;
+  try {
+    const std::string controller = slurm::controller_release();
+    const auto check = slurm::check_rpc_window(slurm::library_release(), controller);
+    out["controller"] = controller;
+    out["rpc_window"] = check.compatible ? (check.message.empty() ? "ok" : check.message)
+                                         : "outside: " + check.message;
+  } catch (const SlurmError& e) {  // reported, not swallowed: `cohort env` is the diagnosis
+    out["rpc_window"] = std::string("controller not reached: ") + e.what();
+  }
+  return out;
+}
 
 json build_report(const env::Topology& topology, const std::optional<comm::NodeLayout>& layout) {
   json report = env::to_json(topology);
@@ -42,14 +65,18 @@ json build_report(const env::Topology& topology, const std::optional<comm::NodeL
                         {"compiled", b.compiled},
                         {"version", b.version},
                         {"devices", b.devices},
-                        {"detail", b.detail}});
+                        {"detail", b.detail},
+                        {"cuda", b.cuda}});
   }
   report["backends"] = backends;
   const auto torch = train::torch_runtime();
   report["torch"] = {{"version", torch.version},
+                     {"library", torch.library},
                      {"intra_op_threads", torch.intra_op_threads},
                      {"inter_op_threads", torch.inter_op_threads},
                      {"cuda_available", torch.cuda_available}};
+  report["hdf5"] = {{"version", io::hdf5_library_version()}};
+  report["libslurm"] = libslurm_report(topology);
   const auto blas = env::blas_info();
   report["blas"] = {{"vendor", blas.vendor}, {"library", blas.library}, {"detail", blas.detail}};
   return report;
@@ -92,11 +119,21 @@ std::string describe(const json& r) {
     if (b["compiled"].get<bool>()) {
       text = b["version"].get<std::string>() + ", " +
              (b["name"] == "mpi" ? "" : b["devices"].dump() + " devices, ") + text;
+      if (!b["cuda"].get<std::string>().empty()) text += ", CUDA " + b["cuda"].get<std::string>();
     }
     row(b["name"].get<std::string>().c_str(), text);
   }
   row("torch", r["torch"]["version"].get<std::string>() + ", " +
-                   r["torch"]["intra_op_threads"].dump() + " intra-op threads");
+                   r["torch"]["intra_op_threads"].dump() + " intra-op threads (" +
+                   r["torch"]["library"].get<std::string>() + ")");
+  row("hdf5", r["hdf5"]["version"].get<std::string>());
+  const json& ls = r["libslurm"];
+  row("libslurm",
+      ls["release"].get<std::string>() + " (API " + ls["api"].get<std::string>() + ")" +
+          (ls["controller"].is_null() ? std::string()
+                                      : ", slurmctld " + ls["controller"].get<std::string>()) +
+          (ls["rpc_window"].is_null() ? std::string()
+                                      : ", RPC window " + text_or_dash(ls["rpc_window"])));
   row("blas", r["blas"]["vendor"].get<std::string>() + " (" +
                   r["blas"]["library"].get<std::string>() + ")");
   return out.str();

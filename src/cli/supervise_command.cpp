@@ -22,6 +22,7 @@
 #include "cohort/env/launch.hpp"
 #include "cohort/env/system_info.hpp"
 #include "cohort/error.hpp"
+#include "cohort/slurm/failure_requeue.hpp"
 #include "cohort/train/config.hpp"
 #include "command.hpp"
 #include "requeue.hpp"
@@ -110,8 +111,7 @@ int run_supervise(const std::vector<std::string>& args, int*, char***) {
   const int rc = run_forwarding(step_argv(file, overrides, ranks));
   std::printf("cohort-train: step ended with exit code %d\n", rc);
   std::fflush(stdout);
-  if (rc == static_cast<int>(ExitCode::kWatchdog) || rc == static_cast<int>(ExitCode::kPeerLost) ||
-      rc == 128 + SIGKILL) {
+  if (slurm::lost_rank_exit(rc)) {
     const int requeued =
         requeue_after_failure(config, "step failed (exit " + std::to_string(rc) + ")");
     if (requeued == 0) return 0;

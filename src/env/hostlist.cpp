@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <memory>
 #include <optional>
+#include <vector>
 
 #include "cohort/error.hpp"
 #include "common/checked_math.hpp"
@@ -14,11 +15,14 @@
 namespace cohort::env {
 namespace {
 
-// RAII over libslurm's hostlist_t.
+// RAII over libslurm's hostlist. Slurm 23.11 turned `hostlist_t` from a pointer typedef into the
+// struct itself (the functions now take `hostlist_t *`); the pointee is taken from what
+// slurm_hostlist_create returns, which is `struct hostlist *` in every release.
+using HostlistStruct = std::remove_pointer_t<decltype(slurm_hostlist_create(nullptr))>;
 struct HostlistDeleter {
-  void operator()(hostlist_t list) const noexcept { slurm_hostlist_destroy(list); }
+  void operator()(HostlistStruct* list) const noexcept { slurm_hostlist_destroy(list); }
 };
-using Hostlist = std::unique_ptr<std::remove_pointer_t<hostlist_t>, HostlistDeleter>;
+using Hostlist = std::unique_ptr<HostlistStruct, HostlistDeleter>;
 
 struct FreeDeleter {
   void operator()(char* text) const noexcept { std::free(text); }
@@ -112,9 +116,15 @@ std::string compress_hostlist(const std::vector<std::string>& hosts) {
     COHORT_CHECK(slurm_hostlist_push_host(list.get(), host.c_str()) == 1, SlurmError,
                  "slurm_hostlist_push_host(", host, ") failed");
   }
-  CString text(slurm_hostlist_ranged_string_malloc(list.get()));
-  COHORT_CHECK(text != nullptr, SlurmError, "slurm_hostlist_ranged_string_malloc failed");
-  return text.get();
+  // slurm_hostlist_ranged_string is in every release (the _malloc variant left in 23.11); it
+  // returns -1 when the text does not fit, so the buffer grows until it does.
+  std::vector<char> text(1024);
+  while (slurm_hostlist_ranged_string(list.get(), text.size(), text.data()) < 0) {
+    COHORT_CHECK(text.size() < (std::size_t{1} << 30), SlurmError,
+                 "slurm_hostlist_ranged_string: the list does not fit in 1 GiB");
+    text.resize(text.size() * 2);
+  }
+  return text.data();
 }
 
 std::vector<int> expand_tasks_per_node(const std::string& value, const std::string& origin) {

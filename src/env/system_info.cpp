@@ -57,6 +57,14 @@ int set_blas_threads(int threads) {
   return 0;
 }
 
+std::string library_of(const void* address) {
+  Dl_info where{};
+  if (address == nullptr || dladdr(address, &where) == 0 || where.dli_fname == nullptr) {
+    return "unknown";
+  }
+  return real_path(where.dli_fname);
+}
+
 std::string hostname() {
   std::array<char, 256> buffer{};
   if (gethostname(buffer.data(), buffer.size() - 1) != 0) return "unknown";

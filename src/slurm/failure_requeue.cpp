@@ -71,6 +71,20 @@ std::string exclude(int limit, const std::string& job_id, const std::vector<Fail
 
 }  // namespace
 
+bool lost_rank_exit(int exit_code) {
+  switch (exit_code) {
+    case static_cast<int>(ExitCode::kOk):
+    case static_cast<int>(ExitCode::kInternal):
+    case static_cast<int>(ExitCode::kUsage):
+    case static_cast<int>(ExitCode::kInput):
+    case static_cast<int>(ExitCode::kDiverged):
+    case static_cast<int>(ExitCode::kResumable):
+      return false;
+    default:
+      return exit_code > 0;
+  }
+}
+
 FailureRequeue requeue_after_failure(const FailureRequeueOptions& o, const std::string& reason,
                                      const env::Environment& environment) {
   const auto job = current_job(environment);

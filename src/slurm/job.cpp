@@ -1,5 +1,6 @@
 #include "cohort/slurm/job.hpp"
 
+#include <cerrno>
 #include <cstdlib>
 #include <memory>
 #include <mutex>
@@ -13,13 +14,21 @@ namespace cohort::slurm {
 namespace detail {
 
 void throw_slurm_error(const char* call, int rc) {
-  const int code = rc == -1 ? slurm_get_errno() : rc;
+  // libslurm reports through errno (slurm_get_errno(), which only returned errno, left in 23.11).
+  const int code = rc == -1 ? errno : rc;
   COHORT_THROW(SlurmError, call, " failed: ", slurm_strerror(code), " (", code, ")");
 }
 
-void init_once() {
+void init_library() {
   static std::once_flag once;
   std::call_once(once, [] { slurm_init(nullptr); });
+}
+
+void init_once() {
+  init_library();
+  // A throw leaves the flag unset: the next call asks the controller again.
+  static std::once_flag checked;
+  std::call_once(checked, require_rpc_window);
 }
 
 JobInfo load_job(const std::string& job_id) {

@@ -1,5 +1,5 @@
 // COHORT_SLURM_CHECK(call): runs a libslurm call that returns 0 on success and -1 (with
-// slurm_get_errno()) or an error code otherwise, and throws SlurmError naming the call and Slurm's
+// errno) or an error code otherwise, and throws SlurmError naming the call and Slurm's
 // message.
 #pragma once
 
@@ -16,7 +16,13 @@ namespace cohort::slurm::detail {
 [[noreturn]] void throw_slurm_error(const char* call, int rc);
 
 // libslurm reads slurm.conf (SLURM_CONF or its default) once per process before any call.
+void init_library();
+
+// init_library(), then, once per process, the controller's release checked against libslurm's
+// RPC window (require_rpc_window, version.cpp): what every call that relies on the controller
+// goes through first.
 void init_once();
+void require_rpc_window();
 
 struct JobInfoFree {
   void operator()(job_info_msg_t* msg) const noexcept { slurm_free_job_info_msg(msg); }

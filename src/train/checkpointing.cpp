@@ -28,12 +28,13 @@
 #include "cohort/slurm/job.hpp"
 #include "cohort/train/config.hpp"
 #include "common/checked_math.hpp"
+#include "common/torch_compat.hpp"
 
 namespace cohort::train {
 namespace {
 
-std::string key_of(const at::Tensor& param) {
-  return c10::guts::to_string(param.unsafeGetTensorImpl());
+torch_compat::OptimStateKey key_of(const at::Tensor& param) {
+  return torch_compat::optim_state_key(param);
 }
 
 std::string generator_state() {
@@ -152,7 +153,7 @@ std::vector<ckpt::NamedTensor> TrainCheckpoints::tensors(bool create_optimizer_s
   auto& state = optimizer_.state();
   for (const auto& p : model_.named_parameters()) {
     const std::string name = "optim." + saved_name(p.key());
-    const std::string key = key_of(p.value());
+    const auto key = key_of(p.value());
     if (create_optimizer_state && state.find(key) == state.end() && (adamw || momentum)) {
       if (adamw) {
         auto s = std::make_unique<torch::optim::AdamWParamState>();

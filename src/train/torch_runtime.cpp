@@ -5,11 +5,16 @@
 #include <torch/cuda.h>
 #include <torch/version.h>
 
+#include "cohort/env/system_info.hpp"
+
 namespace cohort::train {
 
 TorchRuntime torch_runtime() {
   TorchRuntime info;
   info.version = TORCH_VERSION;
+  // libtorch_cpu's soname carries its release (libtorch_cpu.so.2.6): the file tells which one
+  // the dynamic linker picked, which a build's headers cannot.
+  info.library = env::library_of(reinterpret_cast<const void*>(&at::get_num_threads));
   info.intra_op_threads = at::get_num_threads();
   info.inter_op_threads = at::get_num_interop_threads();
   info.cuda_available = torch::cuda::is_available();

@@ -71,8 +71,16 @@ CONF
   cat >"$dir/task_prolog.sh" <<PROLOG
 #!/bin/sh
 echo "export TMPDIR=$dir/tmp/\$SLURMD_NODENAME"
+# Every fake node is this host: ranks on two of them reach each other over loopback, which Open
+# MPI's TCP transport leaves out by default (Open MPI 5 treats the nodes as remote, and finds no
+# interface pair on eth0 that it trusts to reach "another" host).
+echo "export OMPI_MCA_btl_tcp_if_include=lo"
 # Not in the batch script: mpirun would forward its value to the other node's ranks.
-[ -n "\$SLURM_STEP_ID" ] && echo "export OMPI_MCA_btl_vader_backing_directory=$dir/tmp/\$SLURMD_NODENAME"
+# (vader is Open MPI 4's name of the shared-memory transport, sm Open MPI 5's.)
+if [ -n "\$SLURM_STEP_ID" ]; then
+  echo "export OMPI_MCA_btl_vader_backing_directory=$dir/tmp/\$SLURMD_NODENAME"
+  echo "export OMPI_MCA_btl_sm_backing_directory=$dir/tmp/\$SLURMD_NODENAME"
+fi
 exit 0
 PROLOG
   chmod 0755 "$dir/task_prolog.sh"

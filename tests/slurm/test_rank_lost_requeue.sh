@@ -28,8 +28,10 @@ state=$(wait_end "$job")
 out=$work/lost-$signal-$job.out
 grep -v '^  ' "$out"
 [ "$state" = COMPLETED ] || fail "job $job ended $state"
-grep -q "^step failed (exit 7[67]\|^step failed (exit 137" "$out" ||
-  fail "the step did not fail with 76, 77 or 137"
+# 76 or 77 from the surviving rank, 137 from a killed task (Slurm 22.05), or 14: srun under
+# Slurm 24.11's PMIx plugin aborts the step as soon as a task dies.
+grep -q "^step failed (exit 7[67]\|^step failed (exit 137\|^step failed (exit 14)" "$out" ||
+  fail "the step did not fail with 76, 77, 137 or 14"
 grep -q "^step failed (exit [0-9]*): requeued job $job (restart 1/3); the next run resumes from step-" "$out" ||
   fail "the batch script did not requeue the job"
 grep -q "^resumed from .*/checkpoints/step-" "$out" || fail "the restart did not resume"

@@ -12,6 +12,7 @@ struct BackendInfo {
   std::string version;  // library version, when compiled in
   int devices = 0;      // accelerators visible (CUDA devices for NCCL)
   std::string detail;   // why there are no devices, or other notes
+  std::string cuda;     // NCCL: the CUDA runtime and driver versions ("runtime 12.8, driver 13.0")
 };
 
 std::vector<BackendInfo> backend_info();

@@ -21,6 +21,10 @@ BlasInfo blas_info();
 // now uses, or 0 when the process's BLAS is not OpenBLAS.
 int set_blas_threads(int threads);
 
+// The resolved path of the loaded library that holds `address` (a function of that library), or
+// "unknown": which file the dynamic linker really picked, for `cohort env`.
+std::string library_of(const void* address);
+
 std::string hostname();
 int online_cpus();
 

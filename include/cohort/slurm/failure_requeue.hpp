@@ -36,6 +36,14 @@ struct FailureRequeue {
   std::string line;
 };
 
+// Whether a step that ended with `exit_code` (the launcher's: srun, mpirun) lost a rank rather
+// than failed in Cohort: 76 (a collective hung), 77 (a peer was lost), or any code that is none of
+// Cohort's own (docs/exit-codes.md): 128+N for a task killed by signal N, and what the launcher
+// makes of a lost task (srun with Slurm 24.11's PMIx plugin ends a step it aborted with 14).
+// Cohort's own failures (1 internal, 2 usage, 3 input, 4 diverged) are never requeued; 0 and 75
+// need no requeue.
+bool lost_rank_exit(int exit_code);
+
 FailureRequeue requeue_after_failure(const FailureRequeueOptions& options,
                                      const std::string& reason,
                                      const env::Environment& environment);

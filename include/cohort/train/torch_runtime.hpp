@@ -6,7 +6,8 @@
 namespace cohort::train {
 
 struct TorchRuntime {
-  std::string version;
+  std::string version;  // of the headers this build used (TORCH_VERSION)
+  std::string library;  // the libtorch_cpu file really loaded
   int intra_op_threads = 0;
   int inter_op_threads = 0;
   bool cuda_available = false;

@@ -59,6 +59,10 @@ MpiSession::MpiSession(int* argc, char*** argv) : impl_(std::make_unique<Impl>()
     }
   }
   COHORT_MPI_CHECK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+  // MPI 4 raises errors bound to no communicator (Open MPI 5: a peer process that died, reported
+  // by PMIx) on MPI_COMM_SELF, whose handler is fatal by default: the survivor would abort with
+  // MPI_ERR_UNKNOWN (exit 14) instead of failing its next operation as a lost peer (exit 77).
+  COHORT_MPI_CHECK(MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN));
   if (impl_->rendezvous) {
     impl_->world = impl_->rendezvous->join();
   } else {

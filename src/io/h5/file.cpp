@@ -76,12 +76,14 @@ bool has_dataset(hid_t file, const std::string& name) {
   const auto type = link_type(file, name);
   if (!type) return false;
   if (*type != H5L_TYPE_HARD) return true;  // open_dataset() refuses it, naming it
-  H5O_info_t info{};
-  if (H5Oget_info_by_name2(file, name.c_str(), &info, H5O_INFO_BASIC, H5P_DEFAULT) < 0) {
+  // Opened and asked its kind, rather than through H5Oget_info_by_name, whose arguments and
+  // info struct differ between HDF5 1.10 and 1.12+ (API versions); these two calls do not.
+  const Hid object(H5Oopen(file, name.c_str(), H5P_DEFAULT));
+  if (object.get() < 0) {
     h5_error_text();
     return false;
   }
-  return info.type == H5O_TYPE_DATASET;
+  return H5Iget_type(object.get()) == H5I_DATASET;
 }
 
 Hid open_dataset(hid_t file, const std::string& name, const std::string& where) {

@@ -7,6 +7,7 @@
 
 #include "cohort/env/environment.hpp"
 #include "cohort/error.hpp"
+#include "cohort/slurm/failure_requeue.hpp"
 #include "cohort/slurm/job.hpp"
 #include "cohort/slurm/nodes.hpp"
 
@@ -68,6 +69,12 @@ BOOST_AUTO_TEST_CASE(the_job_identity_comes_from_the_one_reader) {
   BOOST_CHECK_THROW(cohort::slurm::current_job(
                         env_of(Vars{{"SLURM_JOB_ID", "43"}, {"SLURM_RESTART_COUNT", "x"}})),
                     cohort::EnvironmentError);
+}
+
+BOOST_AUTO_TEST_CASE(a_lost_rank_is_any_exit_that_is_not_cohorts_own) {
+  using cohort::slurm::lost_rank_exit;
+  for (const int code : {76, 77, 137, 134, 139, 14, 255}) BOOST_TEST(lost_rank_exit(code), code);
+  for (const int code : {0, 1, 2, 3, 4, 75}) BOOST_TEST(!lost_rank_exit(code), code);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
