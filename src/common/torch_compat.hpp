@@ -1,9 +1,12 @@
 // What differs between the LibTorch releases Cohort builds against (Debian 12: 1.13; Debian 13:
-// 2.6), in one place. Nothing here is `#if`: each difference is read off LibTorch's own types, so
-// a third release that keeps either form compiles unchanged.
+// 2.6), in one place. Where LibTorch's own types tell the difference it is read off them (a third
+// release that keeps either form compiles unchanged); where a function was renamed, the one
+// `#if` on TORCH_VERSION_MAJOR is here and nowhere else.
 #pragma once
 
+#include <ATen/autocast_mode.h>
 #include <torch/optim/optimizer.h>
+#include <torch/version.h>
 
 #include <sstream>
 #include <string>
@@ -27,6 +30,44 @@ Key optim_state_key(const at::Tensor& param) {
   } else {
     return impl;
   }
+}
+
+// Autocast per device type: 2.x takes the device type (is_autocast_enabled(kCPU), ...); 1.13
+// had one function per device (is_cpu_enabled, set_autocast_cpu_dtype; is_enabled for CUDA), which
+// 2.x keeps only as deprecated wrappers that warn on every call.
+inline bool autocast_enabled(at::DeviceType device) {
+#if TORCH_VERSION_MAJOR >= 2
+  return at::autocast::is_autocast_enabled(device);
+#else
+  return device == at::kCUDA ? at::autocast::is_enabled() : at::autocast::is_cpu_enabled();
+#endif
+}
+
+inline void set_autocast(at::DeviceType device, bool enabled, at::ScalarType dtype) {
+#if TORCH_VERSION_MAJOR >= 2
+  at::autocast::set_autocast_dtype(device, dtype);
+  at::autocast::set_autocast_enabled(device, enabled);
+#else
+  if (device == at::kCUDA) {
+    at::autocast::set_autocast_gpu_dtype(dtype);
+    at::autocast::set_enabled(enabled);
+  } else {
+    at::autocast::set_autocast_cpu_dtype(dtype);
+    at::autocast::set_cpu_enabled(enabled);
+  }
+#endif
+}
+
+inline void set_autocast_enabled(at::DeviceType device, bool enabled) {
+#if TORCH_VERSION_MAJOR >= 2
+  at::autocast::set_autocast_enabled(device, enabled);
+#else
+  if (device == at::kCUDA) {
+    at::autocast::set_enabled(enabled);
+  } else {
+    at::autocast::set_cpu_enabled(enabled);
+  }
+#endif
 }
 
 }  // namespace cohort::torch_compat

@@ -288,4 +288,13 @@ DistributedDataParallel::NoSync::~NoSync() { ddp_.state_->sync = previous_; }
 const std::vector<BucketSpec>& DistributedDataParallel::buckets() const { return state_->plan; }
 const DdpStepStats& DistributedDataParallel::last_step() const { return state_->stats; }
 
+void zero_grad_in_place(const std::vector<at::Tensor>& params) {
+  for (const auto& p : params) {
+    if (!p.grad().defined()) continue;
+    at::Tensor grad = p.grad();
+    grad.detach_();  // as LibTorch's zero_grad: no autograd history kept on a gradient
+    grad.zero_();
+  }
+}
+
 }  // namespace cohort::ddp

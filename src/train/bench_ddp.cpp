@@ -59,7 +59,7 @@ void step(Variant& v, comm::Communicator& comm, const torch::Tensor& x, const to
   comm.barrier();
   const auto start = Clock::now();
   if (v.ddp) v.ddp->begin_step();
-  v.sgd->zero_grad();
+  ddp::zero_grad_in_place(v.net->parameters());  // the same in every LibTorch release
   torch::nn::functional::cross_entropy(v.net->forward(x), y).backward();
   if (v.ddp) v.ddp->finish_step();
   v.sgd->step();

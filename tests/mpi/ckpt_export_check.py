@@ -49,7 +49,14 @@ def expected(name):
     }[name]
 
 
-pt = torch.load(pt_path)
+# torch >= 2.6 loads weights only by default and wants LibTorch's type tag of the typed dict
+# allowed by name (docs/formats/checkpoint.md); torch 1.13 has no allow-list and needs none.
+if hasattr(torch.serialization, "safe_globals"):
+    from torch.jit._pickle import restore_type_tag
+    with torch.serialization.safe_globals([restore_type_tag]):
+        pt = torch.load(pt_path)
+else:
+    pt = torch.load(pt_path)
 h5 = h5py.File(h5_path, "r")
 assert isinstance(pt, dict), type(pt)
 chosen = [e for e in manifest["tensors"] if e["name"].startswith(prefix)]

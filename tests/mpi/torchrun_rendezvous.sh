@@ -25,6 +25,20 @@ start() {
   for p in "${pids[@]}"; do wait "$p" || { tail -n 20 "$name".*.log >&2; fail "$name: a rank failed"; }; done
 }
 
+# Open MPI 5 has no ompi-server: the rendezvous is refused at once, in one line, before MPI starts.
+if [ "$(mpirun --version | grep -o '[0-9]*' | head -1)" -ge 5 ]; then
+  set +e
+  RANK=0 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=$(port) timeout 20 "$cohort" env >refused.log 2>&1
+  rc=$?
+  set -e
+  cat refused.log
+  [ "$rc" = 2 ] || fail "Open MPI 5: a torchrun-style start exited $rc, expected 2 (environment error)"
+  [ "$(wc -l <refused.log)" = 1 ] && grep -q "no longer has" refused.log ||
+    fail "Open MPI 5: the refusal is not one line naming ompi-server"
+  echo "Open MPI 5: torchrun-style start refused in one line (exit 2)"
+  exit 0
+fi
+
 start 3 env env --all-ranks --json
 /usr/bin/python3 - env.0.log <<'PY'
 import json, sys

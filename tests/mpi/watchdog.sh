@@ -4,8 +4,8 @@
 set -uo pipefail
 source "$(dirname "$0")/watchdog_lib.sh"
 watchdog_run 3 "$WATCHDOG_SKIP" "issues all_reduce #3"
-grep -q "watchdog: rank [02] of 3 .*all_reduce #3 (1024 x Float) at step 12" "$err" \
+grep -aq "watchdog: rank [02] of 3 .*all_reduce #3 (1024 x Float) at step 12" "$err" \
   || { echo "FAIL: the message does not name all_reduce #3 at step 12"; exit 1; }
-grep -q "waiting for ranks" "$err" || { echo "FAIL: the ranks waited for are not named"; exit 1; }
-grep -q "flight recorder" "$err" || { echo "FAIL: no flight recorder dump"; exit 1; }
+grep -aq "waiting for ranks" "$err" || { echo "FAIL: the ranks waited for are not named"; exit 1; }
+grep -aq "flight recorder" "$err" || { echo "FAIL: no flight recorder dump"; exit 1; }
 echo "the job ended ${elapsed} s after the skipped collective, exit code $rc"

@@ -11,7 +11,7 @@ watchdog_run() {
   rc=$?
   end=$(date +%s.%N)
   cat "$err"
-  started=$(grep -o "$marker at [0-9.]*" "$err" | head -1 | awk '{print $NF}')
+  started=$(grep -ao "$marker at [0-9.]*" "$err" | head -1 | awk '{print $NF}')
   [ -n "$started" ] || { echo "FAIL: no rank printed '$marker'"; exit 1; }
   elapsed=$(awk -v a="$started" -v b="$end" 'BEGIN { printf "%d", b - a + 0.999 }')
   [ "$rc" = 76 ] || { echo "FAIL: exit code $rc, expected 76"; exit 1; }

@@ -7,7 +7,8 @@ cat >"$work/job.sh" <<JOB
 #SBATCH -N 2 --ntasks-per-node=2 -o $work/job.out
 set -e
 "$COHORT_BIN" env --json >$work/batch.json
-srun --mpi=pmix "$COHORT_BIN" env --json >$work/step.jsonl
+srun --mpi=pmix -o $work/step.%t.json "$COHORT_BIN" env --json  # a file per task, as below
+cat $work/step.?.json >$work/step.jsonl
 # Each rank writes its own file: Open MPI 5's mpirun forwards output in 1 KiB pieces and
 # interleaves ranks' lines longer than that.
 "$MPIEXEC" $MPIEXEC_FLAGS bash -c '"\$0" env --json >$work/mpirun.\$OMPI_COMM_WORLD_RANK.json' "$COHORT_BIN"

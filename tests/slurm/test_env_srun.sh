@@ -2,7 +2,10 @@
 # `srun -N2 -n3 cohort env --json` on the real cluster: uneven tasks (2,1) over two nodes, each rank
 # printing its own view, then the same gathered over MPI (PMIx) with --all-ranks.
 source "$(dirname "$0")/lib.sh"
-srun -N2 -n3 --mpi=pmix "$COHORT_BIN" env --json >"$work/per-rank.jsonl"
+# One file per task (srun -o %t): srun forwards output in 1 KiB pieces and interleaves the
+# ranks' lines longer than that.
+srun -N2 -n3 --mpi=pmix -o "$work/per-rank.%t.json" "$COHORT_BIN" env --json
+cat "$work"/per-rank.?.json >"$work/per-rank.jsonl"
 "$CHECK_ENV_VIEWS" "$work/per-rank.jsonl" --world 3 --launcher "slurm step" --hosts n1,n2
 srun -N2 -n3 --mpi=pmix "$COHORT_BIN" env --json --all-ranks >"$work/all.json"
 "$CHECK_ENV_VIEWS" "$work/all.json" --world 3 --launcher "slurm step" --hosts n1,n2

@@ -95,4 +95,9 @@ class DistributedDataParallel {
   std::shared_ptr<State> state_;
 };
 
+// Zeroes the gradients of `params` in place, keeping their storage (DDP's bucket slots back
+// them, and autograd then accumulates into the slot without a copy). LibTorch's own zero_grad()
+// does this in 1.13 but sets gradients to none by default from 2.0.
+void zero_grad_in_place(const std::vector<at::Tensor>& params);
+
 }  // namespace cohort::ddp

@@ -17,6 +17,7 @@
 #include "cohort/env/environment.hpp"
 #include "cohort/error.hpp"
 #include "mpi_check.hpp"
+#include "mpi_compat.hpp"
 
 namespace cohort::comm {
 namespace {
@@ -116,6 +117,10 @@ Rendezvous::Rendezvous(const env::Topology& t)
   COHORT_CHECK(!master_addr_.empty() && master_port_ > 0, EnvironmentError, "WORLD_SIZE=", size_,
                " (", env::to_string(t.launcher), ") needs MASTER_ADDR and MASTER_PORT: where rank ",
                "0 waits for the others");
+  COHORT_CHECK(mpi_compat::kHasOmpiServer, EnvironmentError, "WORLD_SIZE=", size_, " (",
+               env::to_string(t.launcher), "): processes started apart join one MPI world through ",
+               "ompi-server, which Open MPI 5 no longer has; start the ranks with srun, mpirun ",
+               "or `cohort launch` (docs/launcher.md)");
   const auto environment = env::Environment::from_process();
   if (const auto seconds = environment.get_int("COHORT_RENDEZVOUS_TIMEOUT_S", 1, 1L << 31)) {
     timeout_ = std::chrono::seconds(*seconds);

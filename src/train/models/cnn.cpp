@@ -30,12 +30,17 @@ class BasicBlock : public torch::nn::Module {
       : conv1_(register_module("conv1", conv3x3(in, out, stride))),
         bn1_(register_module("bn1", torch::nn::BatchNorm2d(out))),
         conv2_(register_module("conv2", conv3x3(out, out, 1))),
-        bn2_(register_module("bn2", torch::nn::BatchNorm2d(out))) {
+        bn2_(register_module("bn2", torch::nn::BatchNorm2d(out))),
+        stride_(stride) {
+    // The strided 1x1 shortcut is a subsampling followed by a 1x1 convolution of stride 1: the
+    // same values and parameters, and it avoids LibTorch 2.6's (Debian 13) heap corruption in the
+    // backward of a strided 1x1 convolution on channels-last tensors (seen with Python's torch
+    // 2.6 as well; docs/building.md).
     if (stride != 1 || in != out) {
       shortcut_ = register_module(
           "shortcut",
           torch::nn::Sequential(
-              torch::nn::Conv2d(torch::nn::Conv2dOptions(in, out, 1).stride(stride).bias(false)),
+              torch::nn::Conv2d(torch::nn::Conv2dOptions(in, out, 1).stride(1).bias(false)),
               torch::nn::BatchNorm2d(out)));
     }
   }
@@ -43,7 +48,10 @@ class BasicBlock : public torch::nn::Module {
   at::Tensor forward(const at::Tensor& x) {
     at::Tensor y = torch::nn::functional::relu(bn1_->forward(conv1_->forward(x)));
     y = bn2_->forward(conv2_->forward(y));
-    return torch::nn::functional::relu(y + (shortcut_ ? shortcut_->forward(x) : x));
+    if (!shortcut_) return torch::nn::functional::relu(y + x);
+    const at::Tensor sampled =
+        stride_ == 1 ? x : x.slice(2, 0, c10::nullopt, stride_).slice(3, 0, c10::nullopt, stride_);
+    return torch::nn::functional::relu(y + shortcut_->forward(sampled));
   }
 
  private:
@@ -51,6 +59,7 @@ class BasicBlock : public torch::nn::Module {
   torch::nn::BatchNorm2d bn1_;
   torch::nn::Conv2d conv2_;
   torch::nn::BatchNorm2d bn2_;
+  std::int64_t stride_;
   torch::nn::Sequential shortcut_{nullptr};
 };
 

@@ -67,7 +67,7 @@ std::vector<torch::Tensor> train(Model model, bool distributed, const DdpOptions
   const int64_t per_micro = distributed ? kBatch : kBatch * ranks;
   for (int step = 0; step < kSteps; ++step) {
     auto [x, y] = full_batch(step, kBatch * ranks * accumulate);
-    sgd.zero_grad();
+    cohort::ddp::zero_grad_in_place(model->parameters());
     for (int micro = 0; micro < accumulate; ++micro) {
       // Micro-batch `micro` of the full batch; with DDP this rank's slice of it.
       const int64_t base = micro * kBatch * ranks + (distributed ? comm->rank() * kBatch : 0);
@@ -165,7 +165,7 @@ BOOST_AUTO_TEST_CASE(buckets_are_launched_during_backward) {
   // Autograd accumulated into the bucket slot itself: no copy, no new tensor.
   BOOST_TEST(model->fc3->weight.grad().data_ptr() == slot);
   torch::optim::SGD sgd(model->parameters(), 0.1);
-  sgd.zero_grad();  // LibTorch's zero_grad works on bucket-backed gradients
+  cohort::ddp::zero_grad_in_place(sgd.parameters());  // keeps the bucket-backed gradients
   BOOST_TEST(model->fc3->weight.grad().data_ptr() == slot);
   BOOST_TEST(model->fc3->weight.grad().abs().sum().item<float>() == 0.0f);
 }
