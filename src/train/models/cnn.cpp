@@ -49,8 +49,12 @@ class BasicBlock : public torch::nn::Module {
     at::Tensor y = torch::nn::functional::relu(bn1_->forward(conv1_->forward(x)));
     y = bn2_->forward(conv2_->forward(y));
     if (!shortcut_) return torch::nn::functional::relu(y + x);
-    const at::Tensor sampled =
-        stride_ == 1 ? x : x.slice(2, 0, c10::nullopt, stride_).slice(3, 0, c10::nullopt, stride_);
+    // Made contiguous in the input's own layout: LibTorch 2.6 also gave NaN gradients for a
+    // strided view into the 1x1 convolution.
+    const at::Tensor sampled = stride_ == 1 ? x
+                                            : x.slice(2, 0, c10::nullopt, stride_)
+                                                  .slice(3, 0, c10::nullopt, stride_)
+                                                  .contiguous(x.suggest_memory_format());
     return torch::nn::functional::relu(y + shortcut_->forward(sampled));
   }
 
