@@ -59,13 +59,14 @@ run_peer() {  # MODEL RANKS MALLOC(on|off) -> one JSON line
   port=$((port + 1))
   local pids=() r
   for ((r = 0; r < $2; r++)); do
-    env "${env_malloc[@]}" OPENBLAS_NUM_THREADS="$threads" RANK=$r WORLD_SIZE="$2" \
+    # USE_LIBUV=0: torch >= 2.4's TCPStore wants libuv, which Debian's torch 2.6 is built without.
+    env "${env_malloc[@]}" USE_LIBUV=0 OPENBLAS_NUM_THREADS="$threads" RANK=$r WORLD_SIZE="$2" \
       LOCAL_RANK=$r MASTER_ADDR=127.0.0.1 MASTER_PORT=$port \
       /usr/bin/python3 "$here/peer_train.py" --model "$1" --data images.h5 \
       --batch "${batch[$1]}" --steps "${steps[$1]}" --threads "$threads" >"peer.$r.out" &
     pids+=($!)
   done
-  for r in "${pids[@]}"; do wait "$r"; done
+  for r in "${pids[@]}"; do wait "$r" || { echo "run.sh: the PyTorch peer failed" >&2; exit 1; }; done
   cat peer.0.out
 }
 
