@@ -43,15 +43,12 @@ std::optional<int> ordinal(const SlurmRelease& r) {
 }
 
 std::string major_text(int index) {
-  if (index < kFirstSixMonthly) {
-    const auto [year, month] = kMajorReleases[static_cast<std::size_t>(std::max(index, 0))];
-    char text[16];
-    std::snprintf(text, sizeof text, "%02d.%02d", year, month);
-    return text;
-  }
-  const int after = index - kFirstSixMonthly;
+  const int after = index - kFirstSixMonthly;  // counted by rule from 24.05 on
+  const auto [year, month] = after < 0
+                                 ? kMajorReleases[static_cast<std::size_t>(std::max(index, 0))]
+                                 : std::make_pair(24 + after / 2, after % 2 == 0 ? 5 : 11);
   char text[16];
-  std::snprintf(text, sizeof text, "%02d.%02d", 24 + after / 2, after % 2 == 0 ? 5 : 11);
+  std::snprintf(text, sizeof text, "%02d.%02d", year, month);
   return text;
 }
 
