@@ -14,6 +14,7 @@
 #include "cohort/config.hpp"
 #include "cohort/env/environment.hpp"
 #include "cohort/env/hostlist.hpp"
+#include "cohort/env/onednn.hpp"
 #include "cohort/env/parallel_layout.hpp"
 #include "cohort/env/system_info.hpp"
 #include "cohort/env/topology_json.hpp"
@@ -75,6 +76,11 @@ json build_report(const env::Topology& topology, const std::optional<comm::NodeL
                      {"intra_op_threads", torch.intra_op_threads},
                      {"inter_op_threads", torch.inter_op_threads},
                      {"cuda_available", torch.cuda_available}};
+  const auto onednn = env::onednn_info();
+  report["onednn"] = {{"version", onednn.version},
+                      {"library", onednn.library},
+                      {"isa", onednn.isa},
+                      {"cap", onednn.cap}};
   report["hdf5"] = {{"version", io::hdf5_library_version()}};
   report["libslurm"] = libslurm_report(topology);
   const auto blas = env::blas_info();
@@ -126,6 +132,13 @@ std::string describe(const json& r) {
   row("torch", r["torch"]["version"].get<std::string>() + ", " +
                    r["torch"]["intra_op_threads"].dump() + " intra-op threads (" +
                    r["torch"]["library"].get<std::string>() + ")");
+  const json& dnn = r["onednn"];
+  row("onednn", dnn["version"].get<std::string>().empty()
+                    ? std::string("none visible")
+                    : dnn["version"].get<std::string>() + ", " + dnn["isa"].get<std::string>() +
+                          (dnn["cap"].get<std::string>().empty()
+                               ? std::string()
+                               : " (" + dnn["cap"].get<std::string>() + ")"));
   row("hdf5", r["hdf5"]["version"].get<std::string>());
   const json& ls = r["libslurm"];
   row("libslurm",

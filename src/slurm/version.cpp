@@ -86,20 +86,21 @@ std::string to_string(const SlurmRelease& r) {
 WindowCheck check_rpc_window(const std::string& library, const std::string& controller) {
   const auto lib = parse_release(library);
   const auto ctl = parse_release(controller);
-  const auto lib_index = lib ? ordinal(*lib) : std::nullopt;
-  const auto ctl_index = ctl ? ordinal(*ctl) : std::nullopt;
+  // -1: a text that is no release, or a major release this build does not know.
+  const int lib_index = lib ? ordinal(*lib).value_or(-1) : -1;
+  const int ctl_index = ctl ? ordinal(*ctl).value_or(-1) : -1;
   std::ostringstream text;
-  if (!lib_index || !ctl_index) {
+  if (lib_index < 0 || ctl_index < 0) {
     text << "libslurm " << library << " and slurmctld " << controller
          << ": release not known to this Cohort, RPC window not checked";
     return {true, text.str()};
   }
-  const int window = *ctl_index >= kWiderWindowFrom ? 3 : 2;
-  const int behind = *ctl_index - *lib_index;
+  const int window = ctl_index >= kWiderWindowFrom ? 3 : 2;
+  const int behind = ctl_index - lib_index;
   if (behind >= 0 && behind <= window) return {true, ""};
   text << "libslurm " << library << " (linked) cannot talk to slurmctld " << controller
-       << ": Slurm " << major_text(*ctl_index) << " accepts clients from "
-       << major_text(std::max(*ctl_index - window, 0)) << " to " << major_text(*ctl_index)
+       << ": Slurm " << major_text(ctl_index) << " accepts clients from "
+       << major_text(std::max(ctl_index - window, 0)) << " to " << major_text(ctl_index)
        << "; rebuild Cohort against this cluster's libslurm (docs/building.md)";
   return {false, text.str()};
 }
@@ -122,7 +123,7 @@ std::string controller_release() {
   const int rc = slurm_load_ctl_conf(0, &raw);
   const std::unique_ptr<slurm_conf_t, CtlConfFree> conf(raw);
   const int code = rc == 0 ? 0 : errno;
-  COHORT_CHECK(code != SLURM_PROTOCOL_VERSION_ERROR, SlurmError, "slurmctld refused the RPC ",
+  COHORT_CHECK(code != SLURM_PROTOCOL_VERSION_ERROR, EnvironmentError, "slurmctld refused the RPC ",
                "protocol of libslurm ", library_release(),
                " (linked): the controller is more than ",
                "Slurm's window of 2-3 major releases newer or is older; rebuild Cohort against ",
@@ -137,7 +138,7 @@ namespace detail {
 
 void require_rpc_window() {
   const WindowCheck check = check_rpc_window(library_release(), controller_release());
-  COHORT_CHECK(check.compatible, SlurmError, check.message);
+  COHORT_CHECK(check.compatible, EnvironmentError, check.message);  // exit 2: fix the setup
   if (!check.message.empty()) std::fprintf(stderr, "cohort: warning: %s\n", check.message.c_str());
 }
 

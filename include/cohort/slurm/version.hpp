@@ -7,7 +7,7 @@
 // controller is not supported. Outside that window a libslurm call fails with a protocol error
 // that says nothing of versions, so Cohort asks the controller for its release once per process
 // (slurm_load_ctl_conf) before the first other call and, outside the window, stops with one line
-// naming both releases (SlurmError) instead of a silent failure to requeue.
+// naming both releases (EnvironmentError, exit 2) instead of a silent failure to requeue.
 #pragma once
 
 #include <optional>
@@ -42,7 +42,7 @@ std::string library_release();
 std::string library_api_version();
 
 // slurmctld's release (slurm_load_ctl_conf). SlurmError when the controller cannot answer; when it
-// refuses libslurm's protocol, the message names libslurm's release and the window.
+// refuses libslurm's protocol, EnvironmentError naming libslurm's release and the window.
 std::string controller_release();
 
 }  // namespace cohort::slurm

@@ -6,7 +6,6 @@
 // oneDNN's convolutions then skip reordering every input and output, which trained 15-30% faster on
 // the build machines.
 #include <torch/nn/functional/activation.h>
-#include <torch/nn/functional/conv.h>
 #include <torch/nn/functional/pooling.h>
 #include <torch/nn/modules/batchnorm.h>
 #include <torch/nn/modules/container/sequential.h>
@@ -31,17 +30,12 @@ class BasicBlock : public torch::nn::Module {
       : conv1_(register_module("conv1", conv3x3(in, out, stride))),
         bn1_(register_module("bn1", torch::nn::BatchNorm2d(out))),
         conv2_(register_module("conv2", conv3x3(out, out, 1))),
-        bn2_(register_module("bn2", torch::nn::BatchNorm2d(out))),
-        stride_(stride) {
-    // The 1x1 convolution is made with stride 1: shortcut() applies the stride, so that on
-    // channels-last tensors it can subsample first, which avoids LibTorch 2.6's (Debian 13) heap
-    // corruption in the backward of a strided 1x1 convolution there (seen with Python's torch 2.6
-    // as well; docs/building.md).
+        bn2_(register_module("bn2", torch::nn::BatchNorm2d(out))) {
     if (stride != 1 || in != out) {
       shortcut_ = register_module(
           "shortcut",
           torch::nn::Sequential(
-              torch::nn::Conv2d(torch::nn::Conv2dOptions(in, out, 1).stride(1).bias(false)),
+              torch::nn::Conv2d(torch::nn::Conv2dOptions(in, out, 1).stride(stride).bias(false)),
               torch::nn::BatchNorm2d(out)));
     }
   }
@@ -49,30 +43,14 @@ class BasicBlock : public torch::nn::Module {
   at::Tensor forward(const at::Tensor& x) {
     at::Tensor y = torch::nn::functional::relu(bn1_->forward(conv1_->forward(x)));
     y = bn2_->forward(conv2_->forward(y));
-    return torch::nn::functional::relu(y + (shortcut_ ? shortcut(x) : x));
+    return torch::nn::functional::relu(y + (shortcut_ ? shortcut_->forward(x) : x));
   }
 
  private:
-  // The projection of x onto the block's output. Strided and channels-last, it subsamples first
-  // and convolves with stride 1 (the same values); otherwise the 1x1 convolution takes the stride.
-  at::Tensor shortcut(const at::Tensor& x) {
-    auto* conv = shortcut_[0]->as<torch::nn::Conv2d>();
-    auto* bn = shortcut_[1]->as<torch::nn::BatchNorm2d>();
-    if (stride_ == 1) return bn->forward(conv->forward(x));
-    if (x.suggest_memory_format() == at::MemoryFormat::ChannelsLast) {
-      return bn->forward(conv->forward(x.slice(2, 0, c10::nullopt, stride_)
-                                           .slice(3, 0, c10::nullopt, stride_)
-                                           .contiguous(at::MemoryFormat::ChannelsLast)));
-    }
-    return bn->forward(torch::nn::functional::conv2d(
-        x, conv->weight, torch::nn::functional::Conv2dFuncOptions().stride(stride_)));
-  }
-
   torch::nn::Conv2d conv1_;
   torch::nn::BatchNorm2d bn1_;
   torch::nn::Conv2d conv2_;
   torch::nn::BatchNorm2d bn2_;
-  std::int64_t stride_;
   torch::nn::Sequential shortcut_{nullptr};
 };
 
