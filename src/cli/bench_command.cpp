@@ -24,8 +24,11 @@ namespace {
 
 int bench_allreduce(const std::vector<std::string>& args, int* argc, char*** argv) {
   comm::AllreduceBenchOptions options;
+  std::string backend = "mpi";
   po::options_description desc("cohort bench allreduce options");
   desc.add_options()("help,h", "show this help")("json", "print JSON")(
+      "backend", po::value<std::string>(&backend)->default_value(backend),
+      "mpi (host buffers) or nccl (buffers on cuda:0, the communicator's device)")(
       "min-bytes", po::value<std::size_t>(&options.min_bytes)->default_value(options.min_bytes),
       "smallest message")(
       "max-bytes", po::value<std::size_t>(&options.max_bytes)->default_value(options.max_bytes),
@@ -39,14 +42,21 @@ int bench_allreduce(const std::vector<std::string>& args, int* argc, char*** arg
     std::cout << "usage: cohort launch -n N -- cohort bench allreduce [options]\n" << desc;
     return 0;
   }
+  COHORT_CHECK(backend == "mpi" || backend == "nccl", UsageError, "--backend: '", backend,
+               "' is not mpi or nccl");
   comm::MpiSession session(argc, argv);
-  auto communicator = comm::make_communicator(session, comm::Backend::kMpi);
+  const bool nccl = backend == "nccl";
+  if (nccl) options.device = c10::Device(c10::kCUDA, 0);
+  auto communicator =
+      comm::make_communicator(session, nccl ? comm::Backend::kNccl : comm::Backend::kMpi);
   const auto rows = comm::bench_allreduce(*communicator, session, options);
   if (session.rank() != 0) return 0;
   const auto tuning = comm::tune_allocator();
   if (vm.count("json")) {
-    json out = {
-        {"ranks", session.size()}, {"malloc_tuning", tuning.reason}, {"rows", json::array()}};
+    json out = {{"ranks", session.size()},
+                {"backend", backend},
+                {"malloc_tuning", tuning.reason},
+                {"rows", json::array()}};
     for (const auto& r : rows) {
       out["rows"].push_back({{"bytes", r.bytes},
                              {"iterations", r.iterations},
@@ -60,8 +70,8 @@ int bench_allreduce(const std::vector<std::string>& args, int* argc, char*** arg
     std::cout << out.dump(2, ' ', false, kJsonReplace) << "\n";
     return 0;
   }
-  std::printf("all-reduce, float32 sum, %d ranks (malloc tuning: %s)\n", session.size(),
-              tuning.reason);
+  std::printf("all-reduce, float32 sum, %d ranks, %s%s (malloc tuning: %s)\n", session.size(),
+              backend.c_str(), nccl ? " on cuda:0 against host MPI" : "", tuning.reason);
   std::printf("%12s %6s %11s %11s %11s %10s %10s %8s\n", "bytes", "iters", "cohort ms", "async ms",
               "raw mpi ms", "algbw GB/s", "busbw GB/s", "raw/coh");
   for (const auto& r : rows) {

@@ -2,6 +2,7 @@
 
 #include <ATen/ops/ones.h>
 #include <mpi.h>
+#include <torch/cuda.h>
 
 #include <algorithm>
 #include <chrono>
@@ -55,16 +56,22 @@ std::vector<AllreduceBenchRow> bench_allreduce(Communicator& comm, const MpiSess
   std::vector<AllreduceBenchRow> rows;
   for (std::size_t bytes = options.min_bytes; bytes <= options.max_bytes; bytes *= 4) {
     const auto n = static_cast<int64_t>(bytes / sizeof(float));
-    at::Tensor buffer = at::ones({n});
-    float* data = buffer.data_ptr<float>();
+    at::Tensor buffer = at::ones({n}, at::TensorOptions().device(options.device));
+    at::Tensor host = buffer.is_cuda() ? at::ones({n}) : buffer;  // the baseline's buffer
+    float* data = host.data_ptr<float>();
+    // Cohort's all-reduce, finished: on a GPU the host waits for the device.
+    const auto all_reduce = [&] {
+      comm.all_reduce(buffer);
+      if (buffer.is_cuda()) torch::cuda::synchronize(buffer.device().index());
+    };
     // Warm-up: both paths, also to settle page mappings.
     for (int i = 0; i < 2; ++i) {
-      comm.all_reduce(buffer);
+      all_reduce();
       COHORT_MPI_CHECK(
           MPI_Allreduce(MPI_IN_PLACE, data, static_cast<int>(n), MPI_FLOAT, MPI_SUM, raw));
     }
     comm.barrier();
-    const double warm = time_ms([&] { comm.all_reduce(buffer); });
+    const double warm = time_ms(all_reduce);
     const int iterations = agree_iterations(raw, warm, options.seconds_per_size);
     std::vector<double> ours, ours_async, theirs;
     for (int i = 0; i < iterations; ++i) {
@@ -78,7 +85,7 @@ std::vector<AllreduceBenchRow> bench_allreduce(Communicator& comm, const MpiSess
       };
       auto run_ours = [&] {
         COHORT_MPI_CHECK(MPI_Barrier(raw));
-        ours.push_back(time_ms([&] { comm.all_reduce(buffer); }));
+        ours.push_back(time_ms(all_reduce));
       };
       if (i % 2 == 0) {
         run_raw();
@@ -88,8 +95,12 @@ std::vector<AllreduceBenchRow> bench_allreduce(Communicator& comm, const MpiSess
         run_raw();
       }
       COHORT_MPI_CHECK(MPI_Barrier(raw));
-      ours_async.push_back(time_ms([&] { comm.all_reduce_async(buffer)->wait(); }));
+      ours_async.push_back(time_ms([&] {
+        comm.all_reduce_async(buffer)->wait();
+        if (buffer.is_cuda()) torch::cuda::synchronize(buffer.device().index());
+      }));
       buffer.fill_(1.0f);  // keep the values finite
+      host.fill_(1.0f);
     }
     AllreduceBenchRow row;
     row.bytes = bytes;

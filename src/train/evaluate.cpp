@@ -22,10 +22,13 @@ at::Tensor loss_of(const at::Tensor& logits, const at::Tensor& targets) {
                  low < 0 ? low : high, ", outside the model's ", classes, " classes 0..",
                  classes - 1, " (dataset '/targets' or model.classes)");
   }
+  // Batches stay on the host (pinned when CUDA is present); the model may end on a GPU
+  // (parallel.devices): the targets follow the logits, a no-op when both are on the host.
+  const at::Tensor on_device = targets.to(logits.device(), /*non_blocking=*/true);
   if (logits.dim() == 3) {
-    return torch::nn::functional::cross_entropy(logits.flatten(0, 1), targets.flatten());
+    return torch::nn::functional::cross_entropy(logits.flatten(0, 1), on_device.flatten());
   }
-  return torch::nn::functional::cross_entropy(logits, targets);
+  return torch::nn::functional::cross_entropy(logits, on_device);
 }
 
 void broadcast_buffers(torch::nn::Module& model, comm::Communicator& comm) {
@@ -55,7 +58,7 @@ EvalResult evaluate(Parallelism& parallel, const std::string& path, std::int64_t
     per_token = logits.dim() == 3 ? 1 : 0;
     const double items = static_cast<double>(batch.targets.numel());  // samples, or tokens
     loss_sum += loss_of(logits, batch.targets).item<double>() * items;
-    correct += logits.argmax(-1).eq(batch.targets).sum().item<double>();
+    correct += logits.argmax(-1).eq(batch.targets.to(logits.device())).sum().item<double>();
     count += items;
   }
   at::Tensor sums = at::tensor({loss_sum, correct, count, per_token}, at::kDouble);
