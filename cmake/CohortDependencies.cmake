@@ -21,9 +21,16 @@ if(NOT HDF5_IS_PARALLEL)
                       "package 'libhdf5-openmpi-dev'")
 endif()
 
-# LibTorch 1.13 (CPU build on Debian).
+# LibTorch: 1.13 on Debian 12, 2.6 on Debian 13 (CPU builds), a CUDA build from Python's wheel on
+# a GPU machine (scripts/gpu-check).
 find_package(Torch QUIET)
 cohort_require(Torch_FOUND "LibTorch" "libtorch-dev")
+# LibTorch 2.12 and later refuse to compile below C++20 (their headers #error); older ones build as
+# C++17, the project's standard.
+if(DEFINED Torch_VERSION AND Torch_VERSION VERSION_GREATER_EQUAL 2.12 AND CMAKE_CXX_STANDARD LESS 20)
+  message(STATUS "Cohort: C++20 for LibTorch ${Torch_VERSION}")
+  set(CMAKE_CXX_STANDARD 20)
+endif()
 
 # Boost: program_options for the CLI, unit_test_framework for the tests.
 find_package(Boost 1.74 QUIET COMPONENTS program_options)

@@ -80,7 +80,8 @@ json build_report(const env::Topology& topology, const std::optional<comm::NodeL
   report["onednn"] = {{"version", onednn.version},
                       {"library", onednn.library},
                       {"isa", onednn.isa},
-                      {"cap", onednn.cap}};
+                      {"convolutions", torch.onednn_convolutions ? "on" : "off"},
+                      {"known_wrong", env::onednn_convolutions_wrong(onednn)}};
   report["hdf5"] = {{"version", io::hdf5_library_version()}};
   report["libslurm"] = libslurm_report(topology);
   const auto blas = env::blas_info();
@@ -133,12 +134,13 @@ std::string describe(const json& r) {
                    r["torch"]["intra_op_threads"].dump() + " intra-op threads (" +
                    r["torch"]["library"].get<std::string>() + ")");
   const json& dnn = r["onednn"];
-  row("onednn", dnn["version"].get<std::string>().empty()
-                    ? std::string("none visible")
-                    : dnn["version"].get<std::string>() + ", " + dnn["isa"].get<std::string>() +
-                          (dnn["cap"].get<std::string>().empty()
-                               ? std::string()
-                               : " (" + dnn["cap"].get<std::string>() + ")"));
+  row("onednn",
+      dnn["version"].get<std::string>().empty()
+          ? std::string("none visible")
+          : dnn["version"].get<std::string>() + ", " + dnn["isa"].get<std::string>() +
+                ", convolutions " + dnn["convolutions"].get<std::string>() +
+                (dnn["known_wrong"].get<bool>() ? " (this release's convolution backward is wrong)"
+                                                : ""));
   row("hdf5", r["hdf5"]["version"].get<std::string>());
   const json& ls = r["libslurm"];
   row("libslurm",

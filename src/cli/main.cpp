@@ -6,8 +6,8 @@
 #include <iostream>
 
 #include "cohort/config.hpp"
-#include "cohort/env/onednn.hpp"
 #include "cohort/error.hpp"
+#include "cohort/train/torch_runtime.hpp"
 #include "command.hpp"
 
 namespace cohort::cli {
@@ -76,7 +76,7 @@ int dispatch(int argc, char** argv) {
 
 int main(int argc, char** argv) {
   try {
-    cohort::env::cap_onednn_isa();  // before any convolution: `cohort env` reports it
+    cohort::train::guard_convolutions();  // before any convolution; `cohort env` reports it
     return cohort::cli::dispatch(argc, argv);
   } catch (const cohort::Error& error) {
     std::fprintf(stderr, "cohort: error: %s\n", error.what());

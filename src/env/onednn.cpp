@@ -6,14 +6,13 @@
 #include <cstdio>
 #include <utility>
 
-#include "cohort/env/environment.hpp"
 #include "cohort/env/system_info.hpp"
 
 namespace cohort::env {
 namespace {
 
-// The parts of oneDNN's C API used here (dnnl_common_types.h, dnnl_types.h, dnnl.h), which have
-// kept these layouts and values since oneDNN 2.0.
+// The parts of oneDNN's C API used here (dnnl_common_types.h, dnnl.h), which have kept these
+// layouts and values since oneDNN 2.0.
 struct DnnlVersion {
   int major;
   int minor;
@@ -23,23 +22,7 @@ struct DnnlVersion {
   unsigned gpu_runtime;
 };
 using VersionFn = const DnnlVersion* (*)();
-using SetIsaFn = int (*)(unsigned);
 using GetIsaFn = unsigned (*)();
-constexpr unsigned kIsaAvx2 = 0x7;
-constexpr int kDnnlSuccess = 0;
-
-const DnnlVersion* loaded_version() {
-  const auto version = reinterpret_cast<VersionFn>(dlsym(RTLD_DEFAULT, "dnnl_version"));
-  return version == nullptr ? nullptr : version();
-}
-
-// Releases whose AVX-512 convolution backward is known wrong (see the header).
-bool avx512_convolutions_wrong(const DnnlVersion& v) { return v.major == 3 && v.minor == 7; }
-
-std::string& cap_reason() {
-  static std::string reason;
-  return reason;
-}
 
 }  // namespace
 
@@ -68,34 +51,25 @@ std::string onednn_isa_name(unsigned isa) {
   return hex.data();
 }
 
-std::string cap_onednn_isa() {
-  if (!cap_reason().empty()) return cap_reason();  // capped already: a second call is harmless
-  const DnnlVersion* v = loaded_version();
-  const auto set_isa = reinterpret_cast<SetIsaFn>(dlsym(RTLD_DEFAULT, "dnnl_set_max_cpu_isa"));
-  if (v == nullptr || set_isa == nullptr || !avx512_convolutions_wrong(*v)) return "";
-  const Environment process = Environment::from_process();
-  if (process.has("ONEDNN_MAX_CPU_ISA") || process.has("DNNL_MAX_CPU_ISA")) return "";
-  // The CPU is asked directly: querying oneDNN's effective ISA would fix it for the process.
-  if (__builtin_cpu_supports("avx512f") == 0) return "";
-  // Fails once oneDNN has created a primitive or been asked its ISA: then it is too late.
-  if (set_isa(kIsaAvx2) != kDnnlSuccess) return "";
-  cap_reason() = "capped at avx2: oneDNN " + std::to_string(v->major) + "." +
-                 std::to_string(v->minor) + "'s AVX-512 convolution backward is wrong";
-  return cap_reason();
-}
-
 OneDnnInfo onednn_info() {
   OneDnnInfo info;
-  const DnnlVersion* v = loaded_version();
+  void* symbol = dlsym(RTLD_DEFAULT, "dnnl_version");
+  const DnnlVersion* v = symbol == nullptr ? nullptr : reinterpret_cast<VersionFn>(symbol)();
   if (v == nullptr) return info;
+  info.major = v->major;
+  info.minor = v->minor;
+  info.patch = v->patch;
   info.version =
       std::to_string(v->major) + "." + std::to_string(v->minor) + "." + std::to_string(v->patch);
-  info.library = library_of(dlsym(RTLD_DEFAULT, "dnnl_version"));
+  info.library = library_of(symbol);
   const auto get_isa =
       reinterpret_cast<GetIsaFn>(dlsym(RTLD_DEFAULT, "dnnl_get_effective_cpu_isa"));
   if (get_isa != nullptr) info.isa = onednn_isa_name(get_isa());
-  info.cap = cap_reason();
   return info;
+}
+
+bool onednn_convolutions_wrong(const OneDnnInfo& info) {
+  return info.major == 3 && info.minor == 7;
 }
 
 }  // namespace cohort::env

@@ -1,10 +1,12 @@
 #include "cohort/train/torch_runtime.hpp"
 
 // Narrow headers on purpose: <torch/torch.h> costs ~20 s per TU on the build machines.
+#include <ATen/Context.h>
 #include <ATen/Parallel.h>
 #include <torch/cuda.h>
 #include <torch/version.h>
 
+#include "cohort/env/onednn.hpp"
 #include "cohort/env/system_info.hpp"
 
 namespace cohort::train {
@@ -19,7 +21,16 @@ TorchRuntime torch_runtime() {
   info.inter_op_threads = at::get_num_interop_threads();
   info.cuda_available = torch::cuda::is_available();
   info.cuda_devices = static_cast<int>(torch::cuda::device_count());
+  info.onednn_convolutions = at::globalContext().userEnabledMkldnn();
   return info;
+}
+
+std::string guard_convolutions() {
+  const env::OneDnnInfo onednn = env::onednn_info();
+  if (!env::onednn_convolutions_wrong(onednn)) return "";
+  at::globalContext().setUserEnabledMkldnn(false);
+  return "oneDNN " + onednn.version +
+         "'s convolution backward is wrong: LibTorch's own kernels run";
 }
 
 }  // namespace cohort::train

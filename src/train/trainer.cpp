@@ -21,7 +21,6 @@
 #include "cohort/data/loader.hpp"
 #include "cohort/ddp/distributed_data_parallel.hpp"
 #include "cohort/env/environment.hpp"
-#include "cohort/env/onednn.hpp"
 #include "cohort/env/system_info.hpp"
 #include "cohort/error.hpp"
 #include "cohort/io/checksum.hpp"
@@ -31,6 +30,7 @@
 #include "cohort/train/config.hpp"
 #include "cohort/train/monitoring.hpp"
 #include "cohort/train/optim.hpp"
+#include "cohort/train/torch_runtime.hpp"
 #include "train/checkpointing.hpp"
 #include "train/parallelism.hpp"
 #include "train/preemption.hpp"
@@ -54,8 +54,8 @@ int threads_per_rank(std::int64_t configured, int local_ranks,
 }
 
 void Trainer::Impl::setup() {
-  env::cap_onednn_isa();  // before the model's first convolution, for programs without cohort's
-                          // main
+  guard_convolutions();  // as cohort's main does, for programs of their own
+                         // main
   summary.ranks = session.size();
   summary.threads =
       threads_per_rank(config.train.threads, session.node_size(), env::Environment::from_process());
