@@ -49,8 +49,10 @@ std::vector<at::Tensor> read_all(CheckpointReader& reader, const std::vector<Nam
     COHORT_CHECK(entry->dtype == dtype && entry->shape == want.tensor.sizes().vec(), IoError, path,
                  "/manifest.json: tensor '", want.name, "' is ", entry->dtype, " ",
                  c10::IntArrayRef(entry->shape), ", wanted ", dtype, " ", want.tensor.sizes());
+    // Read into host memory; the caller's copy_ moves it onto the tensor's device.
     at::Tensor buffer = at::empty(
-        want.tensor.sizes(), want.tensor.options().memory_format(at::MemoryFormat::Contiguous));
+        want.tensor.sizes(),
+        want.tensor.options().device(at::kCPU).memory_format(at::MemoryFormat::Contiguous));
     reader.read(*entry, buffer.data_ptr(), verify);
     result.push_back(buffer);
   }

@@ -152,16 +152,18 @@ std::vector<std::string> gather_text(const std::string& mine, comm::Communicator
   return texts;
 }
 
-// The request's tensors aligned with the plan's: undefined where this rank holds none.
+// The request's tensors aligned with the plan's, flat and in host memory (a GPU's are copied):
+// undefined where this rank holds none.
 std::vector<at::Tensor> flat_by_plan(const SaveRequest& request, const ShardPlan& plan) {
   std::map<std::string, std::size_t> local;
   for (std::size_t i = 0; i < request.tensors.size(); ++i) local[request.tensors[i].name] = i;
   std::vector<at::Tensor> flat;
   for (const auto& spec : plan.tensors()) {
     const auto it = local.find(spec.name);
-    flat.push_back(it == local.end()
-                       ? at::Tensor()
-                       : request.tensors[it->second].tensor.contiguous().reshape({-1}));
+    flat.push_back(
+        it == local.end()
+            ? at::Tensor()
+            : request.tensors[it->second].tensor.to(at::kCPU).contiguous().reshape({-1}));
   }
   return flat;
 }
@@ -210,8 +212,8 @@ SaveRequest snapshot_own_part(const SaveRequest& request, const ShardPlan& plan,
   for (std::size_t i = 0; i < copy.tensors.size(); ++i) {
     auto& t = copy.tensors[i];
     local[t.name] = i;
-    t.tensor =
-        at::empty(t.tensor.sizes(), t.tensor.options().memory_format(at::MemoryFormat::Contiguous));
+    t.tensor = at::empty(t.tensor.sizes(), t.tensor.options().device(at::kCPU).memory_format(
+                                               at::MemoryFormat::Contiguous));  // host, as written
   }
   for (const auto& s : plan.slices_of(rank)) {
     const std::size_t i = local.at(plan.tensors()[s.tensor].name);
