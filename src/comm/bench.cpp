@@ -59,10 +59,13 @@ std::vector<AllreduceBenchRow> bench_allreduce(Communicator& comm, const MpiSess
     at::Tensor buffer = at::ones({n}, at::TensorOptions().device(options.device));
     at::Tensor host = buffer.is_cuda() ? at::ones({n}) : buffer;  // the baseline's buffer
     float* data = host.data_ptr<float>();
-    // Cohort's all-reduce, finished: on a GPU the host waits for the device.
+    // A timing of Cohort's ends when the device is done too: on a GPU the host waits for it.
+    const auto settle = [&] {
+      if (buffer.is_cuda()) torch::cuda::synchronize(buffer.device().index());
+    };
     const auto all_reduce = [&] {
       comm.all_reduce(buffer);
-      if (buffer.is_cuda()) torch::cuda::synchronize(buffer.device().index());
+      settle();
     };
     // Warm-up: both paths, also to settle page mappings.
     for (int i = 0; i < 2; ++i) {
@@ -97,7 +100,7 @@ std::vector<AllreduceBenchRow> bench_allreduce(Communicator& comm, const MpiSess
       COHORT_MPI_CHECK(MPI_Barrier(raw));
       ours_async.push_back(time_ms([&] {
         comm.all_reduce_async(buffer)->wait();
-        if (buffer.is_cuda()) torch::cuda::synchronize(buffer.device().index());
+        settle();
       }));
       buffer.fill_(1.0f);  // keep the values finite
       host.fill_(1.0f);

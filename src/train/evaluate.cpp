@@ -57,8 +57,9 @@ EvalResult evaluate(Parallelism& parallel, const std::string& path, std::int64_t
     if (!parallel.scores()) continue;  // another rank computes these logits (too)
     per_token = logits.dim() == 3 ? 1 : 0;
     const double items = static_cast<double>(batch.targets.numel());  // samples, or tokens
-    loss_sum += loss_of(logits, batch.targets).item<double>() * items;
-    correct += logits.argmax(-1).eq(batch.targets.to(logits.device())).sum().item<double>();
+    const at::Tensor targets = batch.targets.to(logits.device());     // once, for both sums
+    loss_sum += loss_of(logits, targets).item<double>() * items;
+    correct += logits.argmax(-1).eq(targets).sum().item<double>();
     count += items;
   }
   at::Tensor sums = at::tensor({loss_sum, correct, count, per_token}, at::kDouble);

@@ -55,7 +55,6 @@ int threads_per_rank(std::int64_t configured, int local_ranks,
 
 void Trainer::Impl::setup() {
   guard_convolutions();  // as cohort's main does, for programs of their own
-                         // main
   summary.ranks = session.size();
   summary.threads =
       threads_per_rank(config.train.threads, session.node_size(), env::Environment::from_process());
