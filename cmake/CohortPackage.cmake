@@ -3,9 +3,10 @@ include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
 set(COHORT_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/Cohort)
-set_target_properties(cohort_cli PROPERTIES INSTALL_RPATH "$ORIGIN/../${CMAKE_INSTALL_LIBDIR}")
+# cohort-torch finds libcohort; `cohort` links none of Cohort's libraries (src/CMakeLists.txt).
+set_target_properties(cohort_torch_cli PROPERTIES INSTALL_RPATH "$ORIGIN/../${CMAKE_INSTALL_LIBDIR}")
 
-install(TARGETS cohort cohort_cli cohort_exporter EXPORT CohortTargets
+install(TARGETS cohort cohort_cli cohort_torch_cli cohort_exporter EXPORT CohortTargets
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
         RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
         INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})

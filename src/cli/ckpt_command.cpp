@@ -1,12 +1,11 @@
-// `cohort ckpt list|inspect|verify|export`: checkpoints from the command line, one process, no MPI
-// (docs/formats/checkpoint.md). verify exits 0 when every slice matches its checksum, 3 otherwise;
-// export writes torch.load-able (.pt) and/or HDF5 (.h5) files.
+// `cohort ckpt list|inspect|verify`: checkpoints from the command line, one process, no MPI, no
+// LibTorch (docs/formats/checkpoint.md). verify exits 0 when every slice matches its checksum, 3
+// otherwise. `export` is cohort-torch's (ckpt_export_command.cpp).
 #include <boost/program_options.hpp>
 #include <cstdio>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
-#include "cohort/ckpt/export.hpp"
 #include "cohort/ckpt/inspect.hpp"
 #include "cohort/error.hpp"
 #include "command.hpp"
@@ -132,49 +131,6 @@ int verify(const std::vector<std::string>& args) {
   return 0;
 }
 
-int export_files(const std::vector<std::string>& args) {
-  std::string path;
-  std::vector<std::string> outs;
-  ckpt::ExportOptions options;
-  po::options_description desc("options");
-  desc.add_options()("help,h", "show this help")("json", "print JSON")(
-      "path", po::value(&path)->required(), "checkpoint directory or step directory")(
-      "out,o", po::value(&outs)->required(),
-      "output file, repeatable: .pt/.pth (torch.load) or .h5/.hdf5 (HDF5)")(
-      "prefix", po::value(&options.prefix)->default_value("model."),
-      "export the tensors whose names start with this (\"\" for the whole training state)")(
-      "keep-names", "keep the prefix in the exported names")(
-      "no-verify", "do not check the slices against their checksums");
-  po::positional_options_description positional;
-  positional.add("path", 1);
-  po::variables_map vm;
-  po::store(po::command_line_parser(args).options(desc).positional(positional).run(), vm);
-  if (vm.count("help")) {
-    std::cout << "usage: cohort ckpt export PATH --out FILE.pt|FILE.h5 [...] [options]\n" << desc;
-    return 0;
-  }
-  po::notify(vm);
-  options.strip_prefix = vm.count("keep-names") == 0;
-  options.verify = vm.count("no-verify") == 0;
-  for (const auto& out : outs) ckpt::export_format_of(out);  // every name checked before writing
-  json rows = json::array();
-  for (const auto& out : outs) {
-    const auto s = ckpt::export_checkpoint(path, out, options);
-    rows.push_back({{"source", s.source},
-                    {"out", s.out},
-                    {"step", s.step},
-                    {"tensors", s.tensors},
-                    {"bytes", s.bytes}});
-    if (!vm.count("json")) {
-      std::printf("%s: %d tensors, %.1f MB, step %lld from %s\n", s.out.c_str(), s.tensors,
-                  static_cast<double>(s.bytes) / 1e6, static_cast<long long>(s.step),
-                  s.source.c_str());
-    }
-  }
-  if (vm.count("json")) std::cout << rows.dump(2, ' ', false, kJsonReplace) << "\n";
-  return 0;
-}
-
 }  // namespace
 
 int run_ckpt(const std::vector<std::string>& args, int*, char***) {
@@ -188,7 +144,6 @@ int run_ckpt(const std::vector<std::string>& args, int*, char***) {
   if (sub == "list") return list(rest);
   if (sub == "inspect") return inspect(rest);
   if (sub == "verify") return verify(rest);
-  if (sub == "export") return export_files(rest);
   COHORT_THROW(UsageError, "cohort ckpt: unknown subcommand '", sub,
                "' (list, inspect, verify, export)");
 }

@@ -1,5 +1,10 @@
-// The command table of the `cohort` executable. Each command parses its own arguments with
-// Boost.Program_options and calls the library; no logic lives in cli/.
+// The command tables of the two executables behind the one `cohort` command. Each command parses
+// its own arguments with Boost.Program_options and calls the library; no logic lives in cli/.
+//
+// `cohort` itself links no LibTorch: it runs the light commands (help, config, ckpt list|inspect|
+// verify, data inspect, report, top, submit, ...) in process, and replaces itself (execv, same
+// pid, same arguments) with `cohort-torch`, installed next to it, for the commands in
+// kTorchCommands. `cohort-torch` runs only those. docs/building.md, "The two executables".
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -19,14 +24,40 @@ struct Command {
   int (*run)(const std::vector<std::string>& args, int* argc, char*** argv);
 };
 
+// The commands of `cohort help`, in its order; run is null for those that cohort-torch runs.
 const std::vector<Command>& commands();
 
+// A command, or one subcommand of it, that needs LibTorch. An empty subcommand: all of them.
+struct TorchCommand {
+  const char* command;
+  const char* subcommand;
+};
+inline constexpr TorchCommand kTorchCommands[] = {
+    {"env", ""}, {"train", ""}, {"bench", ""}, {"ckpt", "export"}, {"data", "split"},
+};
+
+// Whether `cohort ARGS...` (args: argv[1..]) runs in cohort-torch.
+bool needs_torch(const std::vector<std::string>& args);
+
+// Replaces this process with `cohort-torch` (next to /proc/self/exe) and the same arguments.
+// Throws EnvironmentError when it is missing or cannot be run.
+[[noreturn]] void exec_torch(char** argv);
+
+// Runs body, mapping what it throws to the documented exit codes with one line on stderr
+// (docs/exit-codes.md): the one place where errors become exit statuses, for both executables.
+int exit_status_of(int (*body)(int, char**), int argc, char** argv);
+
+// cohort-torch's commands.
 int run_env(const std::vector<std::string>& args, int* argc, char*** argv);
 int run_bench(const std::vector<std::string>& args, int* argc, char*** argv);
 int bench_pipeline(const std::vector<std::string>& args, int* argc, char*** argv);
+int run_train(const std::vector<std::string>& args, int* argc, char*** argv);
+int run_ckpt_export(const std::vector<std::string>& args, int* argc, char*** argv);
+int run_data_split(const std::vector<std::string>& args, int* argc, char*** argv);
+
+// cohort's own.
 int run_config(const std::vector<std::string>& args, int* argc, char*** argv);
 int run_data(const std::vector<std::string>& args, int* argc, char*** argv);
-int run_train(const std::vector<std::string>& args, int* argc, char*** argv);
 int run_ckpt(const std::vector<std::string>& args, int* argc, char*** argv);
 int run_submit(const std::vector<std::string>& args, int* argc, char*** argv);
 int run_supervise(const std::vector<std::string>& args, int* argc, char*** argv);

@@ -1,4 +1,5 @@
-// `cohort data make-synthetic|import|inspect|split|stage|checksum`: dataset tools (docs/data.md).
+// `cohort data make-synthetic|import|inspect|stage|checksum`: dataset tools (docs/data.md), without
+// LibTorch. `split` (torch.randperm's permutation) is cohort-torch's (data_split_command.cpp).
 #include <unistd.h>
 
 #include <boost/program_options.hpp>
@@ -7,7 +8,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
-#include "cohort/data/loader.hpp"
+#include "cohort/data/batch_plan.hpp"
 #include "cohort/data/tools.hpp"
 #include "cohort/env/environment.hpp"
 #include "cohort/env/system_info.hpp"
@@ -111,16 +112,14 @@ int inspect(const std::vector<std::string>& args) {
   const auto inspection = data::inspect(path, max_features);
   json out = data::to_json(inspection);
   if (vm.count("batch-size")) {
-    data::LoaderOptions plan;
-    plan.path = path;
-    plan.batch_size = batch_size;
-    plan.world = ranks;
-    plan.prefetch = 0;
-    data::DataLoader loader(plan);  // throws when the batch does not fit a rank's shard
+    // As the DataLoader's defaults divide it (padded sampler, full batches only); throws when the
+    // batch does not fit a rank's shard.
+    const auto plan = data::plan_batches(path, inspection.info.num_samples, batch_size, ranks,
+                                         /*drop_last=*/false, /*drop_last_batch=*/true);
     out["plan"] = {{"ranks", ranks},
                    {"batch_size", batch_size},
-                   {"samples_per_rank", loader.samples_per_rank()},
-                   {"batches_per_epoch", loader.batches_per_epoch()}};
+                   {"samples_per_rank", plan.samples_per_rank},
+                   {"batches_per_epoch", plan.batches_per_epoch}};
   }
   if (vm.count("json")) {
     std::cout << out.dump(2, ' ', false, kJsonReplace) << "\n";
@@ -131,26 +130,6 @@ int inspect(const std::vector<std::string>& args) {
                 << out["plan"]["batches_per_epoch"] << " batches per epoch\n";
     }
   }
-  return 0;
-}
-
-int split(const std::vector<std::string>& args) {
-  std::string in, train_out, val_out;
-  double fraction = 0.1;
-  std::uint64_t seed = 0;
-  po::options_description desc("cohort data split options");
-  desc.add_options()("path", po::value(&in)->required(), "dataset to split")(
-      "train", po::value(&train_out)->required(), "training part output")(
-      "val", po::value(&val_out)->required(), "validation part output")(
-      "val-fraction", po::value(&fraction)->default_value(0.1), "share for validation")(
-      "seed", po::value(&seed)->default_value(0), "permutation seed (torch.randperm's)");
-  po::positional_options_description positional;
-  positional.add("path", 1);
-  po::variables_map vm;
-  if (parse(args, desc, positional, vm, "cohort data split PATH --train A --val B")) return 0;
-  const auto result = data::split_dataset(in, train_out, val_out, fraction, seed);
-  std::cout << train_out << ": " << result.train << " samples\n"
-            << val_out << ": " << result.val << " samples\n";
   return 0;
 }
 
@@ -210,7 +189,6 @@ int run_data(const std::vector<std::string>& args, int*, char***) {
   if (sub == "make-synthetic") return make_synthetic(rest);
   if (sub == "import") return import(rest);
   if (sub == "inspect") return inspect(rest);
-  if (sub == "split") return split(rest);
   if (sub == "stage") return stage(rest);
   if (sub == "checksum") return checksum(rest);
   if (sub == "--help" || sub == "-h" || sub == "help") {

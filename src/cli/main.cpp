@@ -1,27 +1,23 @@
-// `cohort <command> ...`: dispatches to a command and maps errors to the documented exit codes
-// (docs/exit-codes.md).
-#include <boost/program_options/errors.hpp>
-#include <cstdio>
-#include <exception>
+// `cohort <command> ...`: the light front end. It runs the commands that need no LibTorch in
+// process and hands the others (kTorchCommands) to cohort-torch; it links no LibTorch, so that
+// `cohort --version`, `cohort ckpt list` or `cohort top` answer in milliseconds (docs/building.md).
 #include <iostream>
 
 #include "cohort/config.hpp"
 #include "cohort/error.hpp"
-#include "cohort/train/torch_runtime.hpp"
 #include "command.hpp"
 
 namespace cohort::cli {
 
 const std::vector<Command>& commands() {
   static const std::vector<Command> table = {
-      {"env", "print where each rank stands: topology, devices, libraries", run_env},
+      {"env", "print where each rank stands: topology, devices, libraries", nullptr},
       {"train", "train a model on every rank: cohort launch -n N -- cohort train --config F",
-       run_train},
+       nullptr},
       {"config", "trainer configuration: check a file, print the key reference", run_config},
       {"data", "datasets: make-synthetic, import, inspect, split, stage", run_data},
       {"ckpt", "checkpoints: list, inspect, verify, export", run_ckpt},
-      {"bench", "benchmarks against a baseline in the same run: allreduce, ddp, io, ckpt",
-       run_bench},
+      {"bench", "benchmarks against a baseline in the same run: allreduce, ddp, io, ckpt", nullptr},
       {"submit", "submit a training job: a script rendered from sbatch/train.sbatch", run_submit},
       {"supervise", "a batch script's training step: signals passed on, requeue when it fails",
        run_supervise},
@@ -63,8 +59,10 @@ int dispatch(int argc, char** argv) {
     std::cout << "cohort " << COHORT_VERSION << "\n";
     return 0;
   }
+  const std::vector<std::string> args(argv + 1, argv + argc);
+  if (needs_torch(args)) exec_torch(argv);
   for (const auto& command : commands()) {
-    if (name == command.name) {
+    if (name == command.name && command.run != nullptr) {
       return command.run(std::vector<std::string>(argv + 2, argv + argc), &argc, &argv);
     }
   }
@@ -75,17 +73,5 @@ int dispatch(int argc, char** argv) {
 }  // namespace cohort::cli
 
 int main(int argc, char** argv) {
-  try {
-    cohort::train::guard_convolutions();  // before any convolution; `cohort env` reports it
-    return cohort::cli::dispatch(argc, argv);
-  } catch (const cohort::Error& error) {
-    std::fprintf(stderr, "cohort: error: %s\n", error.what());
-    return static_cast<int>(error.exit_code());
-  } catch (const boost::program_options::error& error) {
-    std::fprintf(stderr, "cohort: usage error: %s\n", error.what());
-    return static_cast<int>(cohort::ExitCode::kUsage);
-  } catch (const std::exception& error) {
-    std::fprintf(stderr, "cohort: internal error (please report): %s\n", error.what());
-    return static_cast<int>(cohort::ExitCode::kInternal);
-  }
+  return cohort::cli::exit_status_of(cohort::cli::dispatch, argc, argv);
 }

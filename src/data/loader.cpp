@@ -8,6 +8,7 @@
 #include <thread>
 #include <variant>
 
+#include "cohort/data/batch_plan.hpp"
 #include "cohort/error.hpp"
 
 namespace cohort::data {
@@ -137,8 +138,6 @@ struct DataLoader::Impl {
 
 DataLoader::DataLoader(LoaderOptions options) : impl_(std::make_unique<Impl>()) {
   auto& im = *impl_;
-  COHORT_CHECK(options.batch_size >= 1, ConfigError, "data: batch size must be >= 1, not ",
-               options.batch_size);
   COHORT_CHECK(options.prefetch >= 0, ConfigError, "data: prefetch depth must be >= 0");
   im.options = options;
   im.collective = options.reader.driver == IoDriver::kMpiIo;
@@ -146,12 +145,9 @@ DataLoader::DataLoader(LoaderOptions options) : impl_(std::make_unique<Impl>()) 
   im.sampler = std::make_unique<DistributedSampler>(
       SamplerOptions{im.reader->info().num_samples, options.rank, options.world, options.seed,
                      options.shuffle, options.drop_last});
-  const std::int64_t per_rank = im.sampler->num_samples();
-  COHORT_CHECK(options.batch_size <= per_rank, ConfigError, options.path, ": batch size ",
-               options.batch_size, " is larger than this rank's shard of ", per_rank, " samples (",
-               im.reader->info().num_samples, " samples over ", options.world, " ranks)");
-  im.batches = options.drop_last_batch ? per_rank / options.batch_size
-                                       : (per_rank + options.batch_size - 1) / options.batch_size;
+  im.batches = plan_batches(options.path, im.reader->info().num_samples, options.batch_size,
+                            options.world, options.drop_last, options.drop_last_batch)
+                   .batches_per_epoch;
 }
 
 DataLoader::~DataLoader() { impl_->halt(); }

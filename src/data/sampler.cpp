@@ -3,6 +3,7 @@
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/ops/randperm.h>
 
+#include "cohort/data/batch_plan.hpp"
 #include "cohort/error.hpp"
 
 namespace cohort::data {
@@ -10,15 +11,7 @@ namespace cohort::data {
 DistributedSampler::DistributedSampler(SamplerOptions options) : options_(options) {
   COHORT_CHECK(options_.world >= 1 && options_.rank >= 0 && options_.rank < options_.world,
                UsageError, "sampler: rank ", options_.rank, " outside world ", options_.world);
-  COHORT_CHECK(options_.size >= 0, UsageError, "sampler: negative dataset size");
-  const std::int64_t world = options_.world;
-  if (options_.drop_last && options_.size % world != 0) {
-    // torch: math.ceil((len - num_replicas) / num_replicas)
-    num_samples_ = (options_.size - world + world - 1) / world;
-    if (options_.size < world) num_samples_ = 0;
-  } else {
-    num_samples_ = (options_.size + world - 1) / world;
-  }
+  num_samples_ = samples_per_rank(options_.size, options_.world, options_.drop_last);
 }
 
 std::vector<std::int64_t> DistributedSampler::indices(std::int64_t epoch) const {

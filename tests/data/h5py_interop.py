@@ -96,6 +96,13 @@ run(cohort, "data", "make-synthetic", "--kind", "tokens", "--tokens", "5000", "-
 with h5py.File(tokens, "r") as f:
     expect(f["tokens"].dtype == np.uint16 and f["tokens"].shape == (5000,), "tokens layout")
     expect(f.attrs["seq_len"] == 16 and f.attrs["kind"] == "tokens", "tokens attributes")
+    stream = f["tokens"][:].astype(np.int64)
+# inspect over a token stream: sample i is tokens [16i, 16i + 16)
+report = json.loads(run(cohort, "data", "inspect", tokens, "--json"))
+seen = stream[:report["samples"] * 16]
+expect(report["token_histogram"] == {str(k): int(v) for k, v in enumerate(np.bincount(seen)) if v},
+       "inspect: token histogram")
+expect(np.isclose(report["stats"]["mean"], seen.mean()), "inspect: token mean")
 
 # other importers: .npy (float64 inputs stored as float32; uint8 kept), CSV with a header and
 # real-valued targets, a text corpus as byte tokens
@@ -159,6 +166,12 @@ for prefetch in (0, 2):
             got = np.array(b["inputs"]).reshape(want.shape)
             expect(np.allclose(got, want, atol=1e-5), "half: normalized float16 values")
             expect(np.array_equal(np.array(b["targets"]), y[idx]), "half: targets")
+# inspect decodes float16 itself: per-channel statistics as numpy's over the stored values
+report = json.loads(run(cohort, "data", "inspect", half, "--json"))
+h64 = x16.astype(np.float64)
+expect(np.allclose([c["mean"] for c in report["channel_stats"]], h64.mean(axis=(0, 2, 3))) and
+       np.allclose([c["max"] for c in report["channel_stats"]], h64.max(axis=(0, 2, 3))),
+       "inspect: float16 per-channel statistics")
 
 # uint8 without mean/std: scaled to [0, 1]
 u8 = os.path.join(work, "u8.h5")

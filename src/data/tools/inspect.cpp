@@ -1,6 +1,5 @@
-// inspect: a dataset's layout and content statistics, read through the BatchReader (raw values).
-#include <ATen/core/Tensor.h>
-
+// inspect: a dataset's layout and content statistics, read straight from the shards' HDF5 datasets
+// in order (no LibTorch: `cohort data inspect` is one of the light commands).
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -9,8 +8,11 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "cohort/data/reader.hpp"
+#include <cstring>
+
 #include "cohort/data/tools.hpp"
+#include "cohort/error.hpp"
+#include "io/h5/file.hpp"
 
 namespace cohort::data {
 namespace {
@@ -81,10 +83,8 @@ class Collector {
         per_feature_(static_cast<std::size_t>(std::min(numel_, max_features))),
         out_(out) {}
 
-  void add(const Batch& batch) {
-    const at::Tensor x = batch.inputs.to(at::kDouble).contiguous();
-    const double* v = x.data_ptr<double>();
-    const std::int64_t rows = batch.inputs.size(0);
+  // rows samples of numel_ values each; labels: one class per sample, or null.
+  void add(const double* v, std::int64_t rows, const std::int64_t* labels) {
     const bool tokens = info_.kind == DatasetKind::kTokens;
     for (std::int64_t i = 0; i < rows; ++i) {
       for (std::int64_t e = 0; e < numel_; ++e) {
@@ -95,9 +95,8 @@ class Collector {
         if (tokens) ++out_.class_histogram[static_cast<std::int64_t>(value)];
       }
     }
-    if (!tokens && info_.target_dtype == DType::kInt64 && info_.target_shape.empty()) {
-      const auto* y = batch.targets.data_ptr<std::int64_t>();
-      for (std::int64_t i = 0; i < rows; ++i) ++out_.class_histogram[y[i]];
+    if (labels != nullptr) {
+      for (std::int64_t i = 0; i < rows; ++i) ++out_.class_histogram[labels[i]];
     }
   }
 
@@ -116,27 +115,129 @@ class Collector {
   Inspection& out_;
 };
 
+// IEEE 754 binary16 to double.
+double half_to_double(std::uint16_t h) {
+  const int exponent = (h >> 10) & 0x1f;
+  const int mantissa = h & 0x3ff;
+  const double sign = (h & 0x8000) ? -1.0 : 1.0;
+  if (exponent == 0) return sign * std::ldexp(mantissa, -24);
+  if (exponent == 31) {
+    return mantissa ? std::numeric_limits<double>::quiet_NaN()
+                    : sign * std::numeric_limits<double>::infinity();
+  }
+  return sign * std::ldexp(mantissa + 1024, exponent - 25);
+}
+
+// Rows [first, first + count) of a dataset stored as dtype, each of per_row values, as doubles.
+std::vector<double> read_values(hid_t dataset, DType dtype, io::h5::Run run, std::int64_t per_row,
+                                const std::string& where) {
+  const auto n = static_cast<std::size_t>(run.count * per_row);
+  std::vector<unsigned char> stored(n * dtype_size(dtype));
+  io::h5::read_runs(dataset, {run}, dtype, stored.data(), H5P_DEFAULT, false, where);
+  std::vector<double> out(n);
+  const auto element = [&](std::size_t i, auto type) {
+    decltype(type) v;
+    std::memcpy(&v, stored.data() + i * sizeof v, sizeof v);
+    return v;
+  };
+  for (std::size_t i = 0; i < n; ++i) {
+    switch (dtype) {
+      case DType::kUInt8:
+        out[i] = element(i, std::uint8_t{});
+        break;
+      case DType::kUInt16:
+        out[i] = element(i, std::uint16_t{});
+        break;
+      case DType::kInt32:
+        out[i] = element(i, std::int32_t{});
+        break;
+      case DType::kInt64:
+        out[i] = static_cast<double>(element(i, std::int64_t{}));
+        break;
+      case DType::kFloat16:
+        out[i] = half_to_double(element(i, std::uint16_t{}));
+        break;
+      case DType::kFloat32:
+        out[i] = element(i, float{});
+        break;
+      case DType::kFloat64:
+        out[i] = element(i, double{});
+        break;
+    }
+  }
+  return out;
+}
+
+// The checks training's reader makes (data/reader.cpp): a value that would index past the
+// model's classes or vocabulary stops the inspection too, naming the file.
+void check_range(double value, std::int64_t limit, const std::string& where, const char* what,
+                 const char* attribute) {
+  COHORT_CHECK(value >= 0 && (limit <= 0 || value < static_cast<double>(limit)), IoError, where,
+               ": ", what, " ", static_cast<std::int64_t>(value), " is outside 0..", limit - 1,
+               " (attribute '", attribute, "')");
+}
+
+void inspect_samples(const DatasetInfo& info, const ShardInfo& shard, std::int64_t block,
+                     Collector& collector) {
+  const auto file = io::h5::open_file(shard.path);
+  const auto inputs = io::h5::open_dataset(file.get(), "/inputs", shard.path);
+  const auto targets = io::h5::open_dataset(file.get(), "/targets", shard.path);
+  const bool labels = info.target_dtype == DType::kInt64 && info.target_shape.empty();
+  std::int64_t target_numel = 1;
+  for (auto d : info.target_shape) target_numel *= d;
+  for (std::int64_t first = 0; first < shard.samples; first += block) {
+    const io::h5::Run run{first, std::min(block, shard.samples - first)};
+    const auto x = read_values(inputs.get(), info.input_dtype, run, info.sample_numel(),
+                               shard.path + ": dataset '/inputs'");
+    const auto y = read_values(targets.get(), info.target_dtype, run, target_numel,
+                               shard.path + ": dataset '/targets'");
+    std::vector<std::int64_t> classes;
+    if (info.classes > 0 && info.target_dtype == DType::kInt64) {
+      for (double v : y) {
+        check_range(v, info.classes, shard.path + ": dataset '/targets'", "class target",
+                    "classes");
+      }
+    }
+    if (labels) {
+      for (double v : y) classes.push_back(static_cast<std::int64_t>(v));
+    }
+    collector.add(x.data(), run.count, labels ? classes.data() : nullptr);
+  }
+}
+
+// Sample i of a token shard is tokens [i*L, i*L + L); its target window reaches one further.
+void inspect_tokens(const DatasetInfo& info, const ShardInfo& shard, std::int64_t block,
+                    Collector& collector) {
+  const auto file = io::h5::open_file(shard.path);
+  const auto tokens = io::h5::open_dataset(file.get(), "/tokens", shard.path);
+  const std::int64_t length = info.seq_len;
+  const std::string where = shard.path + ": dataset '/tokens'";
+  for (std::int64_t first = 0; first < shard.samples; first += block) {
+    const std::int64_t count = std::min(block, shard.samples - first);
+    const auto t = read_values(tokens.get(), info.input_dtype,
+                               io::h5::Run{first * length, count * length + 1}, 1, where);
+    for (double v : t) check_range(v, info.vocab_size, where, "token", "vocab_size");
+    collector.add(t.data(), count, nullptr);
+  }
+}
+
 }  // namespace
 
 Inspection inspect(const std::string& path, std::int64_t max_features) {
   const auto start = std::chrono::steady_clock::now();
-  ReaderOptions options;
-  options.raw = true;
-  options.pin_memory = false;
-  BatchReader reader(path, options);
   Inspection result;
-  result.info = reader.info();
+  result.info = describe(path);
   const auto& info = result.info;
   Collector collector(info, max_features, result);
-  // Blocks of ~8 MiB, in order: each is one run.
-  const std::int64_t block =
-      std::max<std::int64_t>(1, (8 << 20) / std::max<std::size_t>(1, info.sample_bytes()));
-  for (std::int64_t first = 0; first < info.num_samples; first += block) {
-    std::vector<std::int64_t> indices;
-    for (std::int64_t i = first; i < std::min(first + block, info.num_samples); ++i) {
-      indices.push_back(i);
+  // Blocks of ~8 MiB, in order.
+  const std::int64_t block = std::max<std::int64_t>(
+      1, (8 << 20) / std::max<std::size_t>(1, info.sample_numel() * sizeof(double)));
+  for (const auto& shard : info.shards) {
+    if (info.kind == DatasetKind::kTokens) {
+      inspect_tokens(info, shard, block, collector);
+    } else {
+      inspect_samples(info, shard, block, collector);
     }
-    collector.add(reader.read(indices));
   }
   collector.finish();
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

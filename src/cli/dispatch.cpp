@@ -1,0 +1,55 @@
+// What both executables share: which commands need LibTorch, the hand-over from `cohort` to
+// `cohort-torch`, and the mapping of errors to exit codes.
+#include <unistd.h>
+
+#include <boost/program_options/errors.hpp>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <string>
+
+#include "cohort/error.hpp"
+#include "command.hpp"
+
+namespace cohort::cli {
+
+bool needs_torch(const std::vector<std::string>& args) {
+  if (args.empty()) return false;
+  for (const auto& entry : kTorchCommands) {
+    if (args[0] != entry.command) continue;
+    if (entry.subcommand[0] == '\0') return true;
+    if (args.size() > 1 && args[1] == entry.subcommand) return true;
+  }
+  return false;
+}
+
+void exec_torch(char** argv) {
+  // Next to this executable, as installed (bin/) and as built (the build directory).
+  std::string self(4096, '\0');
+  const ssize_t length = readlink("/proc/self/exe", self.data(), self.size() - 1);
+  COHORT_CHECK(length > 0, EnvironmentError, "cannot read /proc/self/exe: ", std::strerror(errno));
+  self.resize(static_cast<std::size_t>(length));
+  const std::string helper = self.substr(0, self.rfind('/') + 1) + "cohort-torch";
+  std::fflush(stdout);
+  execv(helper.c_str(), argv);
+  COHORT_THROW(EnvironmentError, helper, ": cannot run the LibTorch part of cohort (",
+               std::strerror(errno), "); the installation is incomplete");
+}
+
+int exit_status_of(int (*body)(int, char**), int argc, char** argv) {
+  try {
+    return body(argc, argv);
+  } catch (const Error& error) {
+    std::fprintf(stderr, "cohort: error: %s\n", error.what());
+    return static_cast<int>(error.exit_code());
+  } catch (const boost::program_options::error& error) {
+    std::fprintf(stderr, "cohort: usage error: %s\n", error.what());
+    return static_cast<int>(ExitCode::kUsage);
+  } catch (const std::exception& error) {
+    std::fprintf(stderr, "cohort: internal error (please report): %s\n", error.what());
+    return static_cast<int>(ExitCode::kInternal);
+  }
+}
+
+}  // namespace cohort::cli
