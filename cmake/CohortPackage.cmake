@@ -26,6 +26,13 @@ install(FILES ${PROJECT_BINARY_DIR}/CohortConfig.cmake ${PROJECT_BINARY_DIR}/Coh
 # `cmake --install --prefix P` puts P in them.
 install(DIRECTORY docs/ DESTINATION ${CMAKE_INSTALL_DOCDIR} PATTERN man EXCLUDE)
 install(FILES docs/man/cohort.1 DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)
+# Generated from the commands' --help (scripts/cli-docs): cohort-COMMAND(1) and the completer,
+# which share/bash-completion's file and the modulefiles register.
+install(DIRECTORY ${PROJECT_BINARY_DIR}/cli-docs/man/man1 DESTINATION ${CMAKE_INSTALL_MANDIR})
+install(PROGRAMS ${PROJECT_BINARY_DIR}/cli-docs/cohort-complete
+        DESTINATION ${CMAKE_INSTALL_DATADIR}/cohort)
+install(FILES completion/cohort.bash DESTINATION ${CMAKE_INSTALL_DATADIR}/bash-completion/completions
+        RENAME cohort)
 install(DIRECTORY sbatch/ DESTINATION ${CMAKE_INSTALL_DATADIR}/cohort/sbatch USE_SOURCE_PERMISSIONS)
 install(DIRECTORY examples/ DESTINATION ${CMAKE_INSTALL_DATADIR}/cohort/examples USE_SOURCE_PERMISSIONS)
 install(CODE "
@@ -33,6 +40,7 @@ install(CODE "
   set(CMAKE_INSTALL_BINDIR ${CMAKE_INSTALL_BINDIR})
   set(CMAKE_INSTALL_LIBDIR ${CMAKE_INSTALL_LIBDIR})
   set(CMAKE_INSTALL_MANDIR ${CMAKE_INSTALL_MANDIR})
+  set(CMAKE_INSTALL_DATADIR ${CMAKE_INSTALL_DATADIR})
   set(COHORT_DOC_DIR \${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_DOCDIR})
   set(_dir \$ENV{DESTDIR}\${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_DATADIR}/modulefiles/cohort)
   configure_file(${PROJECT_SOURCE_DIR}/modules/cohort.lua.in \${_dir}/${PROJECT_VERSION}.lua @ONLY)

@@ -18,6 +18,10 @@ int run_config(const std::vector<std::string>& args, int*, char***) {
       "       cohort config reference     (the key table as Markdown: docs/config.md)\n";
   COHORT_CHECK(!args.empty(), UsageError, "config: which subcommand?\n", usage);
   const std::string sub = args.front();
+  if (sub == "--help" || sub == "-h" || sub == "help") {
+    std::cout << usage;
+    return 0;
+  }
   if (sub == "reference") {
     std::cout << train::reference_markdown();
     return 0;

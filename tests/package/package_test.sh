@@ -11,8 +11,22 @@ cmake --build "$work/consumer" >/dev/null
 out=$("$work/consumer/consumer")
 echo "$out"
 [ "$out" = "cohort $(cat "$source/VERSION") torchrun 1/2 2" ] || { echo "unexpected output" >&2; exit 1; }
-# The installed CLI runs from the prefix (RPATH to its library).
+# The installed CLI runs from the prefix: cohort itself, and cohort-torch (RPATH to its library)
+# for the commands it hands over; neither searches the working directory for libraries.
 "$work/prefix/bin/cohort" --version
+"$work/prefix/bin/cohort" env --json | grep -q '"torch"' || { echo "installed cohort env failed" >&2; exit 1; }
+for exe in cohort cohort-torch; do
+  runpath=$(readelf -d "$work/prefix/bin/$exe" | sed -n 's/.*R\(UN\)\?PATH.*\[\(.*\)\]/\2/p')
+  case "$runpath" in :*|*:|*::*) echo "$exe: an empty RUNPATH entry (the working directory): $runpath" >&2; exit 1 ;; esac
+done
+# A man page per command, installed beside cohort(1).
+for page in cohort cohort-train cohort-ckpt cohort-data cohort-env; do
+  [ -f "$work/prefix/share/man/man1/$page.1" ] || { echo "no man page $page(1)" >&2; exit 1; }
+done
+# Bash completion through bash's own machinery, registered by share/bash-completion's file.
+/usr/bin/python3 "$source/tests/cli/completion.py" "$work/prefix/share/bash-completion/completions/cohort" \
+  >"$work/completion.log" || { cat "$work/completion.log" >&2; exit 1; }
+echo "bash completion (bash-completion file): $(grep -c '^ok' "$work/completion.log") lines completed"
 # Both modulefiles, loaded by Debian's Lmod (the Lua one from the installed tree; the Tcl one
 # from a tree of its own, which Lmod reads through its Tcl bridge), put that CLI on PATH and the
 # prefix on CMAKE_PREFIX_PATH and MANPATH.
@@ -38,4 +52,9 @@ for tree in "$modules" "$work/tcl"; do
     [ "$(cohort --version)" = "cohort $version" ] || { echo "cohort --version failed" >&2; exit 1; }
     echo "module load cohort ($(module -t list 2>&1 | tr '\n' ' ')from $tree): $(cohort --version)"
   ) || exit 1
+  # The modulefile registers the completer: an interactive bash that loads it completes.
+  printf 'set +u; source %q; module use %q; module load cohort\n' "$lmod_init" "$tree" >"$work/load.sh"
+  /usr/bin/python3 "$source/tests/cli/completion.py" "$work/load.sh" >"$work/completion.log" ||
+    { cat "$work/completion.log" >&2; exit 1; }
+  echo "bash completion (module load, $tree): $(grep -c '^ok' "$work/completion.log") lines completed"
 done
