@@ -48,4 +48,11 @@ maps_of env env --json
 grep -qE "$torch_re" env.maps || fail "cohort env did not map LibTorch: the check is blind"
 maps_of export ckpt export run/checkpoints -o model.pt
 [ -s model.pt ] || fail "ckpt export wrote nothing"
+# A cohort without its cohort-torch (a broken installation) says so in one line, exit 2.
+mkdir -p alone && cp "$cohort" alone/cohort
+set +e
+err=$(alone/cohort env 2>&1 >/dev/null); rc=$?
+set -e
+[ "$rc" = 2 ] && [[ $err == "cohort: error: "*"/alone/cohort-torch: cannot run the LibTorch part of cohort"* ]] ||
+  fail "cohort without cohort-torch -> exit $rc: $err"
 echo "OK: $light light commands mapped no LibTorch; env and ckpt export ran in cohort-torch and did"
