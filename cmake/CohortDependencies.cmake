@@ -55,6 +55,12 @@ if(PkgConfig_FOUND)
 endif()
 cohort_require(XXHASH_FOUND "xxHash" "libxxhash-dev")
 
+# libjpeg-turbo and libpng decode `cohort data import images` (the libraries Pillow uses).
+find_package(JPEG QUIET)
+cohort_require(JPEG_FOUND "libjpeg-turbo" "libjpeg62-turbo-dev")
+find_package(PNG QUIET)
+cohort_require(PNG_FOUND "libpng" "libpng-dev")
+
 # prometheus-cpp (pull: the /metrics endpoint, over civetweb, in cohort-exporter).
 find_package(prometheus-cpp QUIET CONFIG)
 cohort_require(prometheus-cpp_FOUND "prometheus-cpp" "prometheus-cpp-dev")

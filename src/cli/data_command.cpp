@@ -9,9 +9,11 @@
 #include <nlohmann/json.hpp>
 
 #include "cohort/data/batch_plan.hpp"
+#include "cohort/data/images.hpp"
 #include "cohort/data/tools.hpp"
 #include "cohort/env/environment.hpp"
 #include "cohort/env/system_info.hpp"
+#include "cohort/env/topology.hpp"
 #include "cohort/error.hpp"
 #include "cohort/io/checksum.hpp"
 #include "cohort/io/files.hpp"
@@ -65,7 +67,93 @@ int make_synthetic(const std::vector<std::string>& args) {
   return 0;
 }
 
+// "H,W" or "S" (square).
+std::pair<std::int64_t, std::int64_t> parse_size(const std::string& text) {
+  const auto comma = text.find(',');
+  try {
+    std::size_t used = 0;
+    const std::int64_t h = std::stoll(text.substr(0, comma), &used);
+    COHORT_CHECK(used == (comma == std::string::npos ? text.size() : comma), UsageError, "");
+    if (comma == std::string::npos) return {h, h};
+    const std::int64_t w = std::stoll(text.substr(comma + 1), &used);
+    COHORT_CHECK(used == text.size() - comma - 1, UsageError, "");
+    return {h, w};
+  } catch (const std::exception&) {
+    COHORT_THROW(UsageError, "--size '", text, "' is not H,W (e.g. 224,224) or S");
+  }
+}
+
+std::string val_sibling(const std::string& out) {
+  const auto dot = out.rfind(".h5");
+  return dot != std::string::npos && dot + 3 == out.size() ? out.substr(0, dot) + "-val.h5"
+                                                           : out + "-val";
+}
+
+int import_images(const std::vector<std::string>& args) {
+  data::ImageImportOptions o;
+  std::string out, size;
+  po::options_description desc("cohort data import images options");
+  desc.add_options()("dir", po::value(&o.dir)->required(), "folder of class folders of images")(
+      "out,o", po::value(&out)->required(), "output file (a directory of shards on N ranks)")(
+      "size", po::value(&size)->required(), "output height,width (or one side: square)")(
+      "crop", po::value(&o.crop)->default_value(o.crop),
+      "none: resize the whole image; center: its centred region of the output's aspect")(
+      "channels", po::value(&o.channels)->default_value(o.channels), "3: RGB; 1: grey")(
+      "val-fraction", po::value(&o.val_fraction)->default_value(0.0),
+      "this share of the images (by a hash of their path) to the validation output")(
+      "val-out", po::value(&o.val_out), "validation output (default: OUT with -val)")(
+      "strict", "stop at the first image that does not decode (default: skip and count it)")(
+      "max-pixels", po::value(&o.max_pixels)->default_value(o.max_pixels),
+      "refuse a larger image (a decompression bomb)")(
+      "chunk-bytes", po::value(&o.chunk_bytes)->default_value(o.chunk_bytes), "HDF5 chunk target")(
+      "json", "print the result as JSON");
+  po::positional_options_description positional;
+  positional.add("dir", 1);
+  po::variables_map vm;
+  if (parse(args, desc, positional, vm,
+            "cohort data import images DIR --size H,W --out FILE [options]\n"
+            "       cohort launch -n N -- cohort data import images DIR --size H,W --out DIR"))
+    return 0;
+  std::tie(o.height, o.width) = parse_size(size);
+  o.strict = vm.count("strict") != 0;
+  if (o.val_fraction > 0 && o.val_out.empty()) o.val_out = val_sibling(out);
+  const auto topology = env::detect(env::Environment::from_process());
+  o.rank = topology.rank;
+  o.world = topology.world_size;
+  const auto r = data::import_images(out, o);
+  if (vm.count("json")) {
+    std::cout << json{{"rank", o.rank},
+                      {"world", o.world},
+                      {"classes", r.classes},
+                      {"listed", r.listed},
+                      {"train", r.train},
+                      {"val", r.val},
+                      {"skipped", r.skipped},
+                      {"first_skipped", r.first_skipped},
+                      {"out", r.out},
+                      {"val_out", r.val_out},
+                      {"seconds", r.seconds},
+                      {"images_per_second",
+                       r.seconds > 0 ? static_cast<double>(r.listed) / r.seconds : 0.0}}
+                     .dump(2, ' ', false, kJsonReplace)
+              << "\n";
+  } else {
+    std::cout << (r.out.empty() ? out : r.out) << ": " << r.train << " images of "
+              << r.classes.size() << " classes"
+              << (r.val_out.empty() ? "" : ", " + r.val_out + ": ")
+              << (r.val_out.empty() ? "" : std::to_string(r.val) + " images") << "\n";
+    if (r.skipped > 0) {
+      std::cerr << "skipped " << r.skipped << " file(s) that did not decode, e.g.:\n";
+      for (const auto& line : r.first_skipped) std::cerr << "  " << line << "\n";
+    }
+  }
+  return 0;
+}
+
 int import(const std::vector<std::string>& args) {
+  if (!args.empty() && args.front() == "images") {
+    return import_images(std::vector<std::string>(args.begin() + 1, args.end()));
+  }
   data::ImportOptions o;
   std::string out;
   po::options_description desc("cohort data import options");

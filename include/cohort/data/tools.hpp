@@ -66,7 +66,7 @@ struct Inspection {
   std::int64_t features_total = 0;
   double seconds = 0;
 };
-// Reads every sample (raw, in batches through the BatchReader).
+// Reads every sample (its stored values, shard by shard, in order; no LibTorch).
 Inspection inspect(const std::string& path, std::int64_t max_features = 16);
 nlohmann::json to_json(const Inspection& inspection);
 std::string to_text(const Inspection& inspection);
