@@ -161,7 +161,7 @@ int import(const std::vector<std::string>& args) {
                                  std::string(data::kFashionMnistDir) +
                                  "); digits: default scikit-learn's csv";
   desc.add_options()("format", po::value(&o.format)->required(),
-                     "fashion-mnist | digits | csv | npy | text")(
+                     "fashion-mnist | digits | csv | npy | text | images")(
       "input", po::value(&o.inputs)->multitoken(), input_help.c_str())(
       "out,o", po::value(&out)->required(), "output file")(
       "split", po::value(&o.split), "fashion-mnist: train | test; others: split attribute")(
@@ -175,7 +175,10 @@ int import(const std::vector<std::string>& args) {
   po::positional_options_description positional;
   positional.add("format", 1).add("input", -1);
   po::variables_map vm;
-  if (parse(args, desc, positional, vm, "cohort data import FORMAT [INPUT...] --out FILE"))
+  if (parse(args, desc, positional, vm,
+            "cohort data import FORMAT [INPUT...] --out FILE\n"
+            "       cohort data import images DIR --size H,W --out FILE (see: data import images "
+            "--help)"))
     return 0;
   const auto info = data::import_dataset(out, o);
   std::cout << out << ": " << info.num_samples << " samples from " << info.source << "\n";

@@ -46,6 +46,7 @@ cases = [  # typed before the TAB, what the function then prints
     ("cohort da", "<data>"),
     ("cohort data ins", "<data><inspect>"),
     ("cohort ckpt export --ou", "<ckpt><export><--out>"),
+    ("cohort data import images --cr", "<data><import><images><--crop>"),
     ("cohort train --conf", "<train><--config>"),
     ("cohort train --set model.na", "<train><--set><model.name=>"),
     ("cohort train --set model.name=g", "<train><--set><model.name=gpt>"),

@@ -29,6 +29,9 @@ for command in commands:
         texts += [help_text(command, sub) for sub in alternatives.split("|")]
     for sub in re.findall(rf"^(?:usage: |\s+)cohort {command} ([a-z][a-z-]*)\b", top, re.M):
         texts.append(help_text(command, sub))
+    for text in list(texts):  # forms the help points at: "(see: data import images --help)"
+        for nested in re.findall(rf"see: {command} ([a-z-]+) ([a-z-]+) --help", text):
+            texts.append(help_text(command, *nested))
     options = set()
     for text in texts:
         options |= set(re.findall(r"^\s+(?:-[a-zA-Z] \[ )?(--[a-z0-9][a-z0-9-]*)", text, re.M))
