@@ -17,7 +17,8 @@
 namespace cohort::data {
 namespace {
 
-constexpr std::size_t kMaxFileBytes = std::size_t{1} << 30;
+// An image file is read whole: a larger one is refused (a 64 Mpx JPEG is some 30 MB).
+constexpr std::size_t kMaxFileBytes = std::size_t{256} << 20;
 
 struct JpegErrors {
   jpeg_error_mgr manager;
@@ -148,7 +149,11 @@ bool decode_png(const std::string& bytes, std::int64_t max_pixels, PngSource* so
 }  // namespace
 
 Image decode_image(const std::string& path, std::int64_t max_pixels) {
-  const std::string bytes = io::read_small_file(path, kMaxFileBytes);
+  return decode_image_bytes(io::read_small_file(path, kMaxFileBytes), path, max_pixels);
+}
+
+Image decode_image_bytes(const std::string& bytes, const std::string& path,
+                         std::int64_t max_pixels) {
   Image image;
   const bool jpeg = bytes.size() >= 3 && bytes.compare(0, 3, "\xff\xd8\xff") == 0;
   const bool png =

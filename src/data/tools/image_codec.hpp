@@ -22,6 +22,9 @@ struct Image {
 // (an alpha channel is dropped; 16-bit PNG samples keep their high byte; a palette is expanded).
 // Throws IoError naming the file when it is not one, is corrupt, or is larger than max_pixels.
 Image decode_image(const std::string& path, std::int64_t max_pixels);
+// The same for a file's bytes already read; `name` is what errors call it.
+Image decode_image_bytes(const std::string& bytes, const std::string& name,
+                         std::int64_t max_pixels);
 
 // Pillow's convert("L") of RGB (ITU-R 601-2 luma, its rounding) or convert("RGB") of grey; the
 // image itself when it has that many channels already.

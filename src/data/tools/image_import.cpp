@@ -23,6 +23,7 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr std::size_t kSkippedShown = 5;
+constexpr std::int64_t kMaxSampleBytes = std::int64_t{1} << 28;
 
 struct Listed {
   std::string path;      // as opened
@@ -152,6 +153,11 @@ void check_options(const ImageImportOptions& o) {
                "images: size ", o.height, ",", o.width, " is not in 1..65536");
   COHORT_CHECK(o.channels == 1 || o.channels == 3, UsageError, "images: channels ", o.channels,
                " is not 1 or 3");
+  COHORT_CHECK(o.channels * o.height * o.width <= kMaxSampleBytes, UsageError, "images: a ",
+               o.channels, "x", o.height, "x", o.width, " sample is larger than ", kMaxSampleBytes,
+               " bytes");
+  COHORT_CHECK(o.max_pixels >= 1, UsageError, "images: max pixels ", o.max_pixels,
+               " is not positive");
   COHORT_CHECK(o.crop == "none" || o.crop == "center", UsageError, "images: crop '", o.crop,
                "' is not none or center");
   COHORT_CHECK(o.val_fraction >= 0 && o.val_fraction < 1, UsageError, "images: val fraction ",
