@@ -55,6 +55,12 @@ if(PkgConfig_FOUND)
 endif()
 cohort_require(XXHASH_FOUND "xxHash" "libxxhash-dev")
 
+# SentencePiece trains and applies subword tokenizers (`cohort data tokenizer`, `import text`).
+if(PkgConfig_FOUND)
+  pkg_check_modules(SENTENCEPIECE QUIET IMPORTED_TARGET sentencepiece)
+endif()
+cohort_require(SENTENCEPIECE_FOUND "SentencePiece" "libsentencepiece-dev")
+
 # libjpeg-turbo and libpng decode `cohort data import images` (the libraries Pillow uses).
 find_package(JPEG QUIET)
 cohort_require(JPEG_FOUND "libjpeg-turbo" "libjpeg62-turbo-dev")

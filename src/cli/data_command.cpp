@@ -10,6 +10,7 @@
 
 #include "cohort/data/batch_plan.hpp"
 #include "cohort/data/images.hpp"
+#include "cohort/data/tokenizer.hpp"
 #include "cohort/data/tools.hpp"
 #include "cohort/env/environment.hpp"
 #include "cohort/env/system_info.hpp"
@@ -150,6 +151,38 @@ int import_images(const std::vector<std::string>& args) {
   return 0;
 }
 
+int tokenizer(const std::vector<std::string>& args) {
+  if (!args.empty() && (args.front() == "--help" || args.front() == "-h")) {
+    std::cout << "usage: cohort data tokenizer train CORPUS... --vocab N --out NAME.model (see: "
+                 "data tokenizer train --help)\n";
+    return 0;
+  }
+  COHORT_CHECK(!args.empty() && args.front() == "train", UsageError,
+               "data tokenizer: which subcommand? (train)");
+  data::TokenizerOptions o;
+  std::string out;
+  po::options_description desc("cohort data tokenizer train options");
+  desc.add_options()("input", po::value(&o.inputs)->multitoken()->required(),
+                     "text files, a sentence per line")(
+      "out,o", po::value(&out)->required(), "the model, NAME.model (NAME.vocab beside it)")(
+      "vocab", po::value(&o.vocab)->default_value(o.vocab), "vocabulary size")(
+      "type", po::value(&o.type)->default_value(o.type), "bpe | unigram")(
+      "character-coverage", po::value(&o.character_coverage)->default_value(1.0),
+      "share of characters the vocabulary covers (0.9995 for large alphabets)")(
+      "max-sentences", po::value(&o.max_sentences)->default_value(o.max_sentences),
+      "train on at most this many sentences (sampled)")(
+      "threads", po::value(&o.threads)->default_value(o.threads), "trainer threads");
+  po::positional_options_description positional;
+  positional.add("input", -1);
+  po::variables_map vm;
+  if (parse(std::vector<std::string>(args.begin() + 1, args.end()), desc, positional, vm,
+            "cohort data tokenizer train CORPUS... --vocab N --out NAME.model"))
+    return 0;
+  data::train_tokenizer(out, o);
+  std::cout << out << "\n";
+  return 0;
+}
+
 int import(const std::vector<std::string>& args) {
   if (!args.empty() && args.front() == "images") {
     return import_images(std::vector<std::string>(args.begin() + 1, args.end()));
@@ -168,6 +201,8 @@ int import(const std::vector<std::string>& args) {
       "label-column", po::value(&o.label_column)->default_value(-1), "csv: label column (-1 last)")(
       "shape", po::value(&o.shape)->multitoken(), "csv: sample shape, e.g. --shape 1 8 8")(
       "seq-len", po::value(&o.seq_len)->default_value(o.seq_len), "text: sequence length")(
+      "tokenizer", po::value(&o.tokenizer),
+      "text: a SentencePiece model (cohort data tokenizer train); default byte tokens")(
       "chunk-bytes", po::value(&o.chunk_bytes)->default_value(o.chunk_bytes), "HDF5 chunk target")(
       "max-inflate-ratio", po::value(&o.max_inflate_ratio)->default_value(o.max_inflate_ratio),
       "a gzip source may inflate to this many times its size (at least 256 MiB)")(
@@ -180,7 +215,8 @@ int import(const std::vector<std::string>& args) {
             "       cohort data import images DIR --size H,W --out FILE (see: data import images "
             "--help)"))
     return 0;
-  const auto info = data::import_dataset(out, o);
+  const auto info = o.format == "text" && !o.tokenizer.empty() ? data::import_text_tokens(out, o)
+                                                               : data::import_dataset(out, o);
   std::cout << out << ": " << info.num_samples << " samples from " << info.source << "\n";
   return 0;
 }
@@ -272,7 +308,8 @@ int checksum(const std::vector<std::string>& args) {
 
 int run_data(const std::vector<std::string>& args, int*, char***) {
   const std::string usage =
-      "usage: cohort data <make-synthetic|import|inspect|split|stage|checksum> [options]\n"
+      "usage: cohort data <make-synthetic|import|inspect|split|stage|checksum|tokenizer> "
+      "[options]\n"
       "       cohort data <subcommand> --help\n";
   COHORT_CHECK(!args.empty(), UsageError, "data: which subcommand?\n", usage);
   const std::string sub = args.front();
@@ -280,6 +317,7 @@ int run_data(const std::vector<std::string>& args, int*, char***) {
   if (sub == "make-synthetic") return make_synthetic(rest);
   if (sub == "import") return import(rest);
   if (sub == "inspect") return inspect(rest);
+  if (sub == "tokenizer") return tokenizer(rest);
   if (sub == "stage") return stage(rest);
   if (sub == "checksum") return checksum(rest);
   if (sub == "--help" || sub == "-h" || sub == "help") {

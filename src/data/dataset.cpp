@@ -59,6 +59,10 @@ void read_attributes(hid_t file, const std::string& path, DatasetInfo& info) {
   if (auto stddev = h5::read_number_attribute(file, "std", path)) info.stddev = *stddev;
   if (auto split = h5::read_string_attribute(file, "split", path)) info.split = *split;
   if (auto source = h5::read_string_attribute(file, "source", path)) info.source = *source;
+  if (auto name = h5::read_string_attribute(file, "tokenizer", path)) info.tokenizer = *name;
+  if (auto sum = h5::read_string_attribute(file, "tokenizer_checksum", path)) {
+    info.tokenizer_checksum = *sum;
+  }
   if (auto sum = h5::read_string_attribute(file, "source_checksum", path)) {
     info.source_checksum = *sum;
   }
@@ -144,6 +148,9 @@ void check_same(const DatasetInfo& first, const DatasetInfo& other, const std::s
                to_string(first.target_dtype), " (inconsistent shards)");
   COHORT_CHECK(first.classes == other.classes, IoError, path, ": classes ", other.classes, against,
                first.classes, " (inconsistent shards)");
+  COHORT_CHECK(first.tokenizer_checksum == other.tokenizer_checksum, IoError, path,
+               ": tokenizer_checksum '", other.tokenizer_checksum, "'", against, "'",
+               first.tokenizer_checksum, "' (shards tokenized by different models)");
 }
 
 DatasetInfo describe_shard(const std::string& path) {
@@ -189,6 +196,17 @@ DatasetInfo describe(const std::string& path) {
     info.shards.push_back(other.shards.front());
   }
   return info;
+}
+
+void check_same_tokenizer(const DatasetInfo& train, const DatasetInfo& val) {
+  const auto model = [](const DatasetInfo& info) {
+    return info.tokenizer_checksum.empty()
+               ? std::string("no tokenizer model")
+               : "tokenizer " + info.tokenizer + " (" + info.tokenizer_checksum + ")";
+  };
+  COHORT_CHECK(train.tokenizer_checksum == val.tokenizer_checksum, IoError, val.path, ": ",
+               model(val), ", but ", train.path, " has ", model(train),
+               ": their token ids do not mean the same");
 }
 
 }  // namespace cohort::data

@@ -113,6 +113,9 @@ void Trainer::Impl::make_loader() {
   o.reader.augment = {static_cast<int>(config.data.crop_padding), config.data.flip};
   loader = std::make_unique<data::DataLoader>(o);
   if (loader->info().vocab_size > 0) facts.tokens_per_sample = loader->info().seq_len;
+  if (!config.data.val_path.empty()) {
+    data::check_same_tokenizer(loader->info(), data::describe(config.data.val_path));
+  }
 }
 
 // Builds the whole model on every rank (same seed: same values), its tensor-parallel layers split

@@ -53,6 +53,7 @@ struct DatasetInfo {
   std::string split;   // "train", "val", "test", ... or empty
   std::string source;  // where the data came from (import) or how it was made (synthetic)
   std::string source_checksum;
+  std::string tokenizer, tokenizer_checksum;  // token sets made with a SentencePiece model
   std::vector<ShardInfo> shards;
 
   std::int64_t sample_numel() const;
@@ -61,6 +62,10 @@ struct DatasetInfo {
 
 // Opens and validates a dataset. Throws IoError (exit code 3) naming the file and the dataset.
 DatasetInfo describe(const std::string& path);
+
+// A validation set must be tokenized as the training set is (the same SentencePiece model, or
+// both byte-level): otherwise IoError naming both files and models.
+void check_same_tokenizer(const DatasetInfo& train, const DatasetInfo& val);
 
 // The shard files of a dataset path: the file itself, or the directory's *.h5 in name order.
 std::vector<std::string> shard_paths(const std::string& path);

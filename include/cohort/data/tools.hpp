@@ -41,6 +41,7 @@ struct ImportOptions {
   int label_column = -1;            // csv: -1 = last
   std::vector<std::int64_t> shape;  // csv: sample shape (default [columns - 1])
   std::int64_t seq_len = 128;       // text
+  std::string tokenizer;  // text: a SentencePiece model: import_text_tokens (data/tokenizer.hpp)
   std::size_t chunk_bytes = kDefaultChunkBytes;
   // A gzip source may inflate to this many times its file's size (at least 256 MiB): a bound
   // against decompression bombs that real data (2-10 times) never reaches; raise it for sources

@@ -12,15 +12,6 @@
 namespace cohort::data {
 namespace {
 
-void record_sources(WriterSpec& spec, const std::string& what,
-                    const std::vector<std::string>& files) {
-  spec.source = what + ":";
-  for (const auto& file : files) {
-    spec.source += " " + file;
-    spec.source_checksum += (spec.source_checksum.empty() ? "" : " ") + io::file_checksum(file);
-  }
-}
-
 // Mean and std of every value (per_feature = false) or of each of `features` columns.
 void set_stats(WriterSpec& spec, const std::vector<float>& x, std::int64_t features,
                bool per_feature) {
@@ -185,7 +176,10 @@ DatasetInfo import_npy(const std::string& out, const ImportOptions& o) {
   return write_labelled(out, spec, x.data(), y);
 }
 
+// Byte-level tokens (vocabulary 256). With a SentencePiece model: import_text_tokens.
 DatasetInfo import_text(const std::string& out, const ImportOptions& o) {
+  COHORT_CHECK(o.tokenizer.empty(), UsageError,
+               "import text --tokenizer: in the cohort command only (cohort/data/tokenizer.hpp)");
   COHORT_CHECK(!o.inputs.empty(), UsageError, "import text: give one or more text files");
   std::string text;
   for (const auto& path : o.inputs) text += parse::read_maybe_gz(path, o.max_inflate_ratio);
@@ -200,7 +194,7 @@ DatasetInfo import_text(const std::string& out, const ImportOptions& o) {
   spec.split = o.split;
   spec.chunk_bytes = o.chunk_bytes;
   record_sources(spec, "text (byte-level tokens)", o.inputs);
-  std::vector<std::uint16_t> tokens(text.begin(), text.end());
+  std::vector<std::uint16_t> tokens(text.size());
   for (std::size_t i = 0; i < text.size(); ++i) tokens[i] = static_cast<unsigned char>(text[i]);
   DatasetWriter writer(out, spec);
   writer.write_tokens(0, spec.num_tokens, tokens.data());

@@ -67,6 +67,8 @@ nlohmann::json info_json(const DatasetInfo& info) {
           {"split", info.split},
           {"source", info.source},
           {"source_checksum", info.source_checksum},
+          {"tokenizer", info.tokenizer},
+          {"tokenizer_checksum", info.tokenizer_checksum},
           {"shards", shards}};
 }
 
@@ -286,6 +288,9 @@ std::string to_text(const Inspection& inspection) {
   }
   if (!info.split.empty()) out << "  split   " << info.split << "\n";
   if (!info.source.empty()) out << "  source  " << info.source << "\n";
+  if (!info.tokenizer.empty()) {
+    out << "  tokens  " << info.tokenizer << " (" << info.tokenizer_checksum << ")\n";
+  }
   if (!info.source_checksum.empty()) out << "  sums    " << info.source_checksum << "\n";
   const auto& s = inspection.overall;
   out << "  values  mean " << s.mean << "  std " << s.stddev << "  min " << s.min << "  max "

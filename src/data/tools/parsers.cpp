@@ -1,5 +1,7 @@
 #include "data/tools/parsers.hpp"
 
+#include "cohort/io/checksum.hpp"
+
 #include <sys/stat.h>
 #include <zlib.h>
 
@@ -10,6 +12,7 @@
 #include <memory>
 
 #include "cohort/error.hpp"
+#include "cohort/io/checksum.hpp"
 #include "common/checked_math.hpp"
 
 namespace cohort::data::parse {
@@ -194,3 +197,16 @@ NpyArray parse_npy(const std::string& bytes, const std::string& path) {
 }
 
 }  // namespace cohort::data::parse
+
+namespace cohort::data {
+
+void record_sources(WriterSpec& spec, const std::string& what,
+                    const std::vector<std::string>& files) {
+  spec.source = what + ":";
+  for (const auto& file : files) {
+    spec.source += " " + file;
+    spec.source_checksum += (spec.source_checksum.empty() ? "" : " ") + io::file_checksum(file);
+  }
+}
+
+}  // namespace cohort::data

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "cohort/data/dataset.hpp"
+#include "cohort/data/writer.hpp"
 
 namespace cohort::data::parse {
 
@@ -48,3 +49,11 @@ struct NpyArray {
 NpyArray parse_npy(const std::string& bytes, const std::string& path);
 
 }  // namespace cohort::data::parse
+
+namespace cohort::data {
+
+// Every importer's provenance: spec.source = "what: file file ...", and each file's checksum.
+void record_sources(WriterSpec& spec, const std::string& what,
+                    const std::vector<std::string>& files);
+
+}  // namespace cohort::data
