@@ -39,6 +39,9 @@ inline constexpr TorchCommand kTorchCommands[] = {
 // Whether `cohort ARGS...` (args: argv[1..]) runs in cohort-torch.
 bool needs_torch(const std::vector<std::string>& args);
 
+// The path of this executable (/proc/self/exe); EnvironmentError when it cannot be read.
+std::string self_executable();
+
 // Replaces this process with `cohort-torch` (next to /proc/self/exe) and the same arguments.
 // Throws EnvironmentError when it is missing or cannot be run.
 [[noreturn]] void exec_torch(char** argv);

@@ -24,12 +24,17 @@ bool needs_torch(const std::vector<std::string>& args) {
   return false;
 }
 
-void exec_torch(char** argv) {
-  // Next to this executable, as installed (bin/) and as built (the build directory).
+std::string self_executable() {
   std::string self(4096, '\0');
   const ssize_t length = readlink("/proc/self/exe", self.data(), self.size() - 1);
   COHORT_CHECK(length > 0, EnvironmentError, "cannot read /proc/self/exe: ", std::strerror(errno));
   self.resize(static_cast<std::size_t>(length));
+  return self;
+}
+
+void exec_torch(char** argv) {
+  // Next to this executable, as installed (bin/) and as built (the build directory).
+  const std::string self = self_executable();
   const std::string helper = self.substr(0, self.rfind('/') + 1) + "cohort-torch";
   std::fflush(stdout);
   execv(helper.c_str(), argv);

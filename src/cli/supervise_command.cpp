@@ -37,14 +37,11 @@ constexpr int kForwarded[] = {SIGUSR1, SIGUSR2, SIGTERM, SIGINT, SIGHUP, SIGXCPU
 // The launcher's argv for `<this executable> train --config FILE --set ...` on `ranks` ranks.
 std::vector<std::string> step_argv(const std::string& file, const std::vector<std::string>& sets,
                                    int ranks) {
-  char self[4096];
-  const ssize_t length = readlink("/proc/self/exe", self, sizeof(self) - 1);
-  COHORT_CHECK(length > 0, EnvironmentError, "cannot read /proc/self/exe: ", std::strerror(errno));
   env::LaunchOptions launch;
   launch.ranks = ranks;
   launch.running_as_root = geteuid() == 0;
   launch.cores = env::online_cpus();
-  launch.command = {std::string(self, static_cast<std::size_t>(length)), "train", "--config", file};
+  launch.command = {self_executable(), "train", "--config", file};
   for (const auto& set : sets) launch.command.insert(launch.command.end(), {"--set", set});
   return env::launch_argv(env::detect(env::Environment::from_process()), launch);
 }
