@@ -194,7 +194,7 @@ int import(const std::vector<std::string>& args) {
                                  std::string(data::kFashionMnistDir) +
                                  "); digits: default scikit-learn's csv";
   desc.add_options()("format", po::value(&o.format)->required(),
-                     "fashion-mnist | digits | csv | npy | text | images")(
+                     "fashion-mnist | digits | csv | npy | text | labelled-text | images")(
       "input", po::value(&o.inputs)->multitoken(), input_help.c_str())(
       "out,o", po::value(&out)->required(), "output file")(
       "split", po::value(&o.split), "fashion-mnist: train | test; others: split attribute")(
@@ -202,8 +202,9 @@ int import(const std::vector<std::string>& args) {
       "shape", po::value(&o.shape)->multitoken(), "csv: sample shape, e.g. --shape 1 8 8")(
       "seq-len", po::value(&o.seq_len)->default_value(o.seq_len), "text: sequence length")(
       "tokenizer", po::value(&o.tokenizer),
-      "text: a SentencePiece model (cohort data tokenizer train); default byte tokens")(
-      "chunk-bytes", po::value(&o.chunk_bytes)->default_value(o.chunk_bytes), "HDF5 chunk target")(
+      "text, labelled-text: a SentencePiece model (cohort data tokenizer train); default byte "
+      "tokens")("chunk-bytes", po::value(&o.chunk_bytes)->default_value(o.chunk_bytes),
+                "HDF5 chunk target")(
       "max-inflate-ratio", po::value(&o.max_inflate_ratio)->default_value(o.max_inflate_ratio),
       "a gzip source may inflate to this many times its size (at least 256 MiB)")(
       "json", "print the written dataset's description as JSON");
@@ -215,8 +216,9 @@ int import(const std::vector<std::string>& args) {
             "       cohort data import images DIR --size H,W --out FILE (see: data import images "
             "--help)"))
     return 0;
-  const auto info = o.format == "text" && !o.tokenizer.empty() ? data::import_text_tokens(out, o)
-                                                               : data::import_dataset(out, o);
+  const auto info = o.format == "labelled-text" ? data::import_labelled_text(out, o)
+                    : o.format == "text" && !o.tokenizer.empty() ? data::import_text_tokens(out, o)
+                                                                 : data::import_dataset(out, o);
   std::cout << out << ": " << info.num_samples << " samples from " << info.source << "\n";
   return 0;
 }

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "cohort/error.hpp"
+#include "data/fields.hpp"
 #include "io/h5/file.hpp"
 
 namespace cohort::data {
@@ -14,7 +15,15 @@ namespace h5 = io::h5;
 namespace fs = std::filesystem;
 
 std::string to_string(DatasetKind kind) {
-  return kind == DatasetKind::kTokens ? "tokens" : "samples";
+  switch (kind) {
+    case DatasetKind::kTokens:
+      return "tokens";
+    case DatasetKind::kFields:
+      return "fields";
+    case DatasetKind::kSamples:
+      break;
+  }
+  return "samples";
 }
 
 std::int64_t DatasetInfo::sample_numel() const {
@@ -63,6 +72,7 @@ void read_attributes(hid_t file, const std::string& path, DatasetInfo& info) {
   if (auto sum = h5::read_string_attribute(file, "tokenizer_checksum", path)) {
     info.tokenizer_checksum = *sum;
   }
+  if (auto names = h5::read_string_attribute(file, "class_names", path)) info.class_names = *names;
   if (auto sum = h5::read_string_attribute(file, "source_checksum", path)) {
     info.source_checksum = *sum;
   }
@@ -136,6 +146,12 @@ void check_same(const DatasetInfo& first, const DatasetInfo& other, const std::s
   const std::string against = " differs from " + first.shards.front().path + "'s ";
   COHORT_CHECK(first.kind == other.kind, IoError, path, ": kind ", to_string(other.kind), against,
                to_string(first.kind), " (inconsistent shards)");
+  if (first.kind == DatasetKind::kFields) {
+    check_same_fields(first, other, path);
+    COHORT_CHECK(first.classes == other.classes, IoError, path, ": classes ", other.classes,
+                 against, first.classes, " (inconsistent shards)");
+    return;
+  }
   COHORT_CHECK(first.sample_shape == other.sample_shape, IoError, path, ": sample shape ",
                shape_text(other.sample_shape), against, shape_text(first.sample_shape),
                " (inconsistent shards)");
@@ -162,6 +178,11 @@ DatasetInfo describe_shard(const std::string& path) {
   read_attributes(file.get(), path, info);
   if (h5::has_dataset(file.get(), "/tokens")) {
     describe_tokens(file.get(), path, info, shard);
+  } else if (h5::has_group(file.get(), "/inputs")) {
+    describe_fields(file.get(), path, info, shard);  // fields carry their own mean/std
+    info.num_samples = shard.samples;
+    info.shards.push_back(shard);
+    return info;
   } else {
     describe_samples(file.get(), path, info, shard);
   }
@@ -194,8 +215,25 @@ DatasetInfo describe(const std::string& path) {
     check_same(info, other, paths[i]);
     info.num_samples += other.num_samples;
     info.shards.push_back(other.shards.front());
+    for (std::size_t f = 0; f < info.fields.size(); ++f) {
+      auto& field = info.fields[f];
+      field.max_length = std::max(field.max_length, other.fields[f].max_length);
+      if (field.ragged && f == 0) info.sample_shape.front() = field.max_length;
+    }
   }
   return info;
+}
+
+std::vector<std::int64_t> sample_lengths(const DatasetInfo& info, std::size_t field) {
+  COHORT_CHECK(field < info.fields.size() && info.fields[field].ragged, UsageError, info.path,
+               ": field ", field, " is not a ragged field");
+  std::vector<std::int64_t> lengths;
+  lengths.reserve(static_cast<std::size_t>(info.num_samples));
+  for (const auto& shard : info.shards) {
+    const auto& offsets = *shard.offsets.at(field);
+    for (std::size_t i = 1; i < offsets.size(); ++i) lengths.push_back(offsets[i] - offsets[i - 1]);
+  }
+  return lengths;
 }
 
 void check_same_tokenizer(const DatasetInfo& train, const DatasetInfo& val) {

@@ -1,5 +1,6 @@
 #include "cohort/data/loader.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
@@ -13,6 +14,14 @@
 
 namespace cohort::data {
 namespace {
+
+// Advances state and returns the next of a SplitMix64 sequence (a seeded, portable shuffle).
+std::uint64_t splitmix64(std::uint64_t& state) {
+  std::uint64_t z = (state += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
 
 struct EndOfEpoch {
   std::int64_t epoch = 0;
@@ -44,10 +53,12 @@ struct DataLoader::Impl {
     std::int64_t epoch = -1;
     std::vector<std::int64_t> indices;
   };
+  std::vector<std::int64_t> lengths;  // bucketing: per global sample
   std::vector<std::int64_t> batch_indices(Order& order, LoaderState at) const {
     if (order.epoch != at.epoch) {
       order.indices = sampler->indices(at.epoch);
       order.epoch = at.epoch;
+      if (options.bucket > 0) bucket_by_length(order.indices, at.epoch);
     }
     const std::int64_t begin = at.batch * options.batch_size;
     const std::int64_t end =
@@ -55,9 +66,33 @@ struct DataLoader::Impl {
     return {order.indices.begin() + begin, order.indices.begin() + end};
   }
 
+  void bucket_by_length(std::vector<std::int64_t>& indices, std::int64_t epoch) const {
+    const auto size = static_cast<std::int64_t>(indices.size());
+    const std::int64_t batch = options.batch_size;
+    const std::int64_t window = options.bucket * batch;
+    for (std::int64_t w = 0; w < size; w += window) {
+      const auto begin = indices.begin() + w;
+      const auto end = indices.begin() + std::min(size, w + window);
+      std::stable_sort(begin, end, [this](std::int64_t a, std::int64_t b) {
+        return lengths[static_cast<std::size_t>(a)] < lengths[static_cast<std::size_t>(b)];
+      });
+      // Shuffle the window's full batches (a final partial one stays last: it may be dropped).
+      const std::int64_t full = (end - begin) / batch;
+      std::uint64_t state = options.seed ^ (static_cast<std::uint64_t>(epoch) << 32) ^
+                            static_cast<std::uint64_t>(w / window) * 0x9e3779b97f4a7c15ull;
+      for (std::int64_t i = full - 1; i > 0; --i) {
+        const auto j =
+            static_cast<std::int64_t>(splitmix64(state) % static_cast<std::uint64_t>(i + 1));
+        std::swap_ranges(begin + i * batch, begin + (i + 1) * batch, begin + j * batch);
+      }
+    }
+  }
+
   Item produce(Order& order, LoaderState at) {
     if (at.batch >= batches) return EndOfEpoch{at.epoch};
-    Batch batch = reader->read(batch_indices(order, at), at.epoch);
+    auto indices = batch_indices(order, at);
+    Batch batch = reader->read(indices, at.epoch);
+    batch.indices = std::move(indices);
     if (options.read_delay_ms > 0) {
       std::this_thread::sleep_for(std::chrono::milliseconds(options.read_delay_ms));
     }
@@ -145,6 +180,17 @@ DataLoader::DataLoader(LoaderOptions options) : impl_(std::make_unique<Impl>()) 
   im.sampler = std::make_unique<DistributedSampler>(
       SamplerOptions{im.reader->info().num_samples, options.rank, options.world, options.seed,
                      options.shuffle, options.drop_last});
+  if (options.bucket > 0) {
+    const auto& info = im.reader->info();
+    std::size_t field = 0;
+    while (field < info.fields.size() &&
+           (info.fields[field].target || !info.fields[field].ragged)) {
+      ++field;
+    }
+    COHORT_CHECK(field < info.fields.size(), ConfigError, "data.bucket = ", options.bucket, ": ",
+                 options.path, " has no ragged input field to bucket by length");
+    im.lengths = sample_lengths(info, field);
+  }
   im.batches = plan_batches(options.path, im.reader->info().num_samples, options.batch_size,
                             options.world, options.drop_last, options.drop_last_batch)
                    .batches_per_epoch;

@@ -12,6 +12,7 @@
 #include "cohort/error.hpp"
 #include "cohort/io/unique_fd.hpp"
 #include "data/convert.hpp"
+#include "data/field_read.hpp"
 #include "data/mpio_access.hpp"
 #include "io/h5/file.hpp"
 #include "io/h5/row_locator.hpp"
@@ -36,6 +37,9 @@ struct Shard {
   // The pread path (POSIX driver, qualifying layouts only).
   UniqueFd fd;
   std::optional<h5::RowLocator> input_rows, target_rows;
+  // Field datasets: per field, the dataset read (fixed: itself; ragged: its values).
+  std::vector<h5::Hid> fields;
+  std::vector<std::optional<h5::RowLocator>> field_rows;
 };
 
 }  // namespace
@@ -68,6 +72,9 @@ struct BatchReader::Impl {
   }
   void read_sample_rows(const Shard& shard, ShardRead& read);
   void read_token_rows(const Shard& shard, ShardRead& read);
+  void open_fields(Shard& shard);
+  Batch read_fields(const std::vector<ShardRead>& reads,
+                    const std::vector<std::pair<std::size_t, std::int64_t>>& where);
 };
 
 BatchReader::BatchReader(const std::string& path, ReaderOptions options)
@@ -87,6 +94,12 @@ BatchReader::BatchReader(const std::string& path, ReaderOptions options)
     shard.first = first;
     shard.samples = info.samples;
     shard.file = h5::open_file(info.path, fapl);
+    if (impl_->info.kind == DatasetKind::kFields) {
+      impl_->open_fields(shard);
+      first += info.samples;
+      impl_->shards.push_back(std::move(shard));
+      continue;
+    }
     if (impl_->info.kind == DatasetKind::kTokens) {
       shard.inputs = h5::open_dataset(shard.file.get(), "/tokens", info.path);
     } else {
@@ -111,6 +124,37 @@ BatchReader::BatchReader(const std::string& path, ReaderOptions options)
 }
 
 BatchReader::~BatchReader() = default;
+
+void BatchReader::Impl::open_fields(Shard& shard) {
+  bool any_rows = false;
+  for (const auto& field : info.fields) {
+    const std::string name = field.ragged ? field.location + "/values" : field.location;
+    shard.fields.push_back(h5::open_dataset(shard.file.get(), name, shard.path));
+    std::optional<h5::RowLocator> rows;
+    if (options.pread_rows && !mpio) {
+      rows = h5::RowLocator::build(shard.fields.back().get(), field.dtype, shard.path);
+      any_rows = any_rows || rows.has_value();
+    }
+    shard.field_rows.push_back(std::move(rows));
+  }
+  if (any_rows) shard.fd = UniqueFd::open_read_only(shard.path);
+}
+
+Batch BatchReader::Impl::read_fields(
+    const std::vector<ShardRead>& reads,
+    const std::vector<std::pair<std::size_t, std::int64_t>>& where) {
+  std::vector<std::vector<std::int64_t>> rows;
+  for (const auto& read : reads) rows.push_back(read.rows);
+  const auto read_runs = [this](std::size_t f, std::size_t s, const std::vector<h5::Run>& runs,
+                                void* out) {
+    const Shard& shard = shards[s];
+    const auto& field = info.fields[f];
+    const std::string location = field.ragged ? field.location + "/values" : field.location;
+    read_rows(shard, shard.fields[f].get(), shard.field_rows[f], runs, info.fields[f].dtype, out,
+              location.c_str());
+  };
+  return read_field_batch(info, options, pool, rows, where, read_runs, stats);
+}
 
 const DatasetInfo& BatchReader::info() const { return impl_->info; }
 const ReadStats& BatchReader::stats() const { return impl_->stats; }
@@ -200,6 +244,18 @@ Batch BatchReader::read(const std::vector<std::int64_t>& indices, std::int64_t e
   // the batch when no conversion is due: no staging buffer, no copy.
   const bool increasing = std::is_sorted(indices.begin(), indices.end()) &&
                           std::adjacent_find(indices.begin(), indices.end()) == indices.end();
+  if (im.info.kind == DatasetKind::kFields) {
+    for (auto& read : reads) {
+      std::sort(read.rows.begin(), read.rows.end());
+      read.rows.erase(std::unique(read.rows.begin(), read.rows.end()), read.rows.end());
+    }
+    Batch batch = im.read_fields(reads, where);
+    batch.epoch = epoch;
+    im.stats.read_seconds += seconds_since(start);
+    im.stats.batches += 1;
+    im.stats.samples += static_cast<std::int64_t>(indices.size());
+    return batch;
+  }
   std::optional<Batch> direct;
   if (!indices.empty() && increasing && where.front().first == where.back().first &&
       direct_eligible(im.info, im.options)) {

@@ -10,6 +10,7 @@
 #include "cohort/config.hpp"
 #include "cohort/error.hpp"
 #include "cohort/io/files.hpp"
+#include "data/writer_common.hpp"
 #include "io/h5/file.hpp"
 
 namespace cohort::data {
@@ -89,43 +90,52 @@ void DatasetWriter::write_tokens(std::int64_t first, std::int64_t count, const v
                  path_ + ": /tokens");
 }
 
-DatasetInfo DatasetWriter::commit() {
-  COHORT_CHECK(handles_, UsageError, path_, ": committed twice");
-  const hid_t file = handles_->file.get();
-  h5::write_attribute(file, "format_version", std::int64_t{kFormatVersion}, path_);
-  h5::write_attribute(file, "kind", to_string(spec_.kind), path_);
-  h5::write_attribute(file, "classes", spec_.classes, path_);
-  if (spec_.kind == DatasetKind::kTokens) {
-    h5::write_attribute(file, "seq_len", spec_.seq_len, path_);
-    h5::write_attribute(file, "vocab_size", spec_.vocab_size, path_);
+void write_file_attributes(hid_t file, const WriterSpec& spec, int version,
+                           const std::string& path) {
+  h5::write_attribute(file, "format_version", std::int64_t{version}, path);
+  h5::write_attribute(file, "kind", to_string(spec.kind), path);
+  h5::write_attribute(file, "classes", spec.classes, path);
+  if (spec.kind == DatasetKind::kTokens) {
+    h5::write_attribute(file, "seq_len", spec.seq_len, path);
+    h5::write_attribute(file, "vocab_size", spec.vocab_size, path);
   }
-  if (!spec_.mean.empty()) h5::write_attribute(file, "mean", spec_.mean, path_);
-  if (!spec_.stddev.empty()) h5::write_attribute(file, "std", spec_.stddev, path_);
-  if (!spec_.split.empty()) h5::write_attribute(file, "split", spec_.split, path_);
-  h5::write_attribute(file, "source", spec_.source, path_);
-  if (!spec_.source_checksum.empty()) {
-    h5::write_attribute(file, "source_checksum", spec_.source_checksum, path_);
+  if (!spec.mean.empty()) h5::write_attribute(file, "mean", spec.mean, path);
+  if (!spec.stddev.empty()) h5::write_attribute(file, "std", spec.stddev, path);
+  if (!spec.split.empty()) h5::write_attribute(file, "split", spec.split, path);
+  h5::write_attribute(file, "source", spec.source, path);
+  if (!spec.source_checksum.empty()) {
+    h5::write_attribute(file, "source_checksum", spec.source_checksum, path);
   }
-  for (const auto& [key, value] : spec_.extra) h5::write_attribute(file, key, value, path_);
-  h5::write_attribute(file, "cohort_version", std::string(COHORT_VERSION), path_);
-  h5::write_attribute(file, "created", utc_now(), path_);
-  handles_.reset();  // flushes and closes the file
+  for (const auto& [key, value] : spec.extra) h5::write_attribute(file, key, value, path);
+  h5::write_attribute(file, "cohort_version", std::string(COHORT_VERSION), path);
+  h5::write_attribute(file, "created", utc_now(), path);
+}
+
+DatasetInfo check_and_rename(const std::string& temp_path, const std::string& path) {
   // Validated as every reader will see it before it takes the final name: an invalid file never
   // replaces a good one (the temporary is removed either way).
   std::string problem;
   DatasetInfo info;
   try {
-    info = describe(temp_path_);
+    info = describe(temp_path);
   } catch (const IoError& e) {
     problem = e.what();
   }
   if (!problem.empty()) {
-    std::remove(temp_path_.c_str());
-    COHORT_THROW(IoError, path_, ": not written: ", problem);
+    std::remove(temp_path.c_str());
+    COHORT_THROW(IoError, path, ": not written: ", problem);
   }
-  io::commit_file(temp_path_, path_);            // durable; removes the temporary if it fails
-  info.path = info.shards.front().path = path_;  // described under its temporary name
+  io::commit_file(temp_path, path);             // durable; removes the temporary if it fails
+  info.path = info.shards.front().path = path;  // described under its temporary name
   return info;
+}
+
+DatasetInfo DatasetWriter::commit() {
+  COHORT_CHECK(handles_, UsageError, path_, ": committed twice");
+  // Version 1: these layouts are readable by every Cohort (field datasets are version 2).
+  write_file_attributes(handles_->file.get(), spec_, 1, path_);
+  handles_.reset();  // flushes and closes the file
+  return check_and_rename(temp_path_, path_);
 }
 
 WriterSpec spec_like(const DatasetInfo& info, std::int64_t num_samples) {
@@ -145,6 +155,11 @@ WriterSpec spec_like(const DatasetInfo& info, std::int64_t num_samples) {
   spec.split = info.split;
   spec.source = info.source;
   spec.source_checksum = info.source_checksum;
+  // What the datasets made from it must still say: which tokenizer, which class names.
+  if (!info.tokenizer_checksum.empty()) {
+    spec.extra = {{"tokenizer", info.tokenizer}, {"tokenizer_checksum", info.tokenizer_checksum}};
+  }
+  if (!info.class_names.empty()) spec.extra.push_back({"class_names", info.class_names});
   return spec;
 }
 

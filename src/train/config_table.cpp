@@ -16,7 +16,7 @@ const std::vector<KeySpec>& config_table() {
   using K = KeyType;
   static const std::vector<KeySpec> table = {
       // [model]
-      {COHORT_KEY(model, name), K::kChoice, "mlp", "the model", "mlp|cnn|gpt"},
+      {COHORT_KEY(model, name), K::kChoice, "mlp", "the model", "mlp|cnn|gpt|fields_mlp"},
       {COHORT_KEY(model, hidden), K::kIntList, "256,256", "mlp: hidden layer widths", "", 1,
        1048576},
       {COHORT_KEY(model, dropout), K::kFloat, "0.0", "dropout probability (mlp, gpt)", "", 0, 1},
@@ -43,6 +43,10 @@ const std::vector<KeySpec>& config_table() {
       {COHORT_KEY(data, crop_padding), K::kInt, "0", "images: random-crop shift in pixels", "", 0,
        4096},
       {COHORT_KEY(data, flip), K::kBool, "false", "images: random horizontal flip"},
+      {COHORT_KEY(data, max_length), K::kInt, "0",
+       "ragged fields: cut longer samples to this many values (0: never)", "", 0, kNoLimit},
+      {COHORT_KEY(data, bucket), K::kInt, "0",
+       "ragged fields: sort windows of this many batches by length (0: off)", "", 0, 65536},
       // [optim]
       {COHORT_KEY(optim, name), K::kChoice, "sgd", "optimizer", "sgd|adamw"},
       {COHORT_KEY(optim, lr), K::kFloat, "0.1", "peak learning rate", "", 0, kNoLimit},

@@ -36,7 +36,7 @@ void broadcast_buffers(torch::nn::Module& model, comm::Communicator& comm) {
 }
 
 EvalResult evaluate(Parallelism& parallel, const std::string& path, std::int64_t batch_size,
-                    comm::Communicator& control) {
+                    std::int64_t max_length, comm::Communicator& control) {
   torch::nn::Module& model = parallel.trained();
   comm::Communicator& comm = parallel.data_group();
   broadcast_buffers(model, comm);
@@ -44,6 +44,7 @@ EvalResult evaluate(Parallelism& parallel, const std::string& path, std::int64_t
   torch::NoGradGuard no_grad;
   data::ReaderOptions options;
   options.pin_memory = false;
+  options.max_length = max_length;
   data::BatchReader reader(path, options);
   const std::int64_t n = reader.info().num_samples;
   const std::int64_t first = n * comm.rank() / comm.size();
@@ -53,7 +54,7 @@ EvalResult evaluate(Parallelism& parallel, const std::string& path, std::int64_t
     std::vector<std::int64_t> indices;
     for (std::int64_t i = begin; i < std::min(last, begin + batch_size); ++i) indices.push_back(i);
     const data::Batch batch = reader.read(indices);
-    const at::Tensor logits = parallel.forward_only(batch.inputs);
+    const at::Tensor logits = parallel.forward_only(batch);
     if (!parallel.scores()) continue;  // another rank computes these logits (too)
     per_token = logits.dim() == 3 ? 1 : 0;
     const double items = static_cast<double>(batch.targets.numel());  // samples, or tokens

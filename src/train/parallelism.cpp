@@ -138,6 +138,18 @@ at::Tensor Parallelism::forward(const at::Tensor& inputs) {
   return stage_ ? stage_->forward(inputs) : model_->forward(inputs);
 }
 
+at::Tensor Parallelism::forward(const data::Batch& batch) {
+  if (batch.fields.empty()) return forward(batch.inputs);
+  COHORT_CHECK(!stage_, ConfigError,
+               "a field dataset's model runs whole on one device: "
+               "parallel.pipeline_stages and parallel.devices need a single-input dataset");
+  return model_->forward_fields(batch.fields);
+}
+
+at::Tensor Parallelism::forward_only(const data::Batch& batch) {
+  return batch.fields.empty() ? forward_only(batch.inputs) : forward(batch);
+}
+
 pipeline::StepStats Parallelism::pipeline_step(
     const data::Batch& batch, const std::function<at::Tensor(const at::Tensor&)>& forward,
     const LossFn& loss) {

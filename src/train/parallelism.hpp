@@ -61,6 +61,9 @@ class Parallelism {
   void attach(std::shared_ptr<Model> model, const at::Tensor& sample, ddp::DdpOptions ddp);
   torch::nn::Module& trained();                  // what the optimizer and checkpoints see
   at::Tensor forward(const at::Tensor& inputs);  // the trained module
+  // A batch: forward() of its inputs, or the model's forward_fields() for a field dataset (whose
+  // model runs whole on one device: ConfigError at attach() otherwise).
+  at::Tensor forward(const data::Batch& batch);
   ddp::DistributedDataParallel& ddp() { return *ddp_; }
 
   // Pipelined: one step over `batch`, split into parallel.micro_batches; `forward` runs the
@@ -71,6 +74,7 @@ class Parallelism {
                                     const LossFn& loss);
   // Evaluation's forward: the logits on the last stage, an undefined tensor elsewhere.
   at::Tensor forward_only(const at::Tensor& inputs);
+  at::Tensor forward_only(const data::Batch& batch);
 
   // Pipelined: one record of the run's schedule figures from every rank (peak micro-batches and
   // bytes of activations held, busy share of step time), gathered over `control` (collective);

@@ -111,6 +111,8 @@ void Trainer::Impl::make_loader() {
   o.reader.session = &session;
   o.reader.seed = o.seed;
   o.reader.augment = {static_cast<int>(config.data.crop_padding), config.data.flip};
+  o.reader.max_length = config.data.max_length;
+  o.bucket = config.data.bucket;
   loader = std::make_unique<data::DataLoader>(o);
   if (loader->info().vocab_size > 0) facts.tokens_per_sample = loader->info().seq_len;
   if (!config.data.val_path.empty()) {
@@ -121,8 +123,16 @@ void Trainer::Impl::make_loader() {
 // Builds the whole model on every rank (same seed: same values), its tensor-parallel layers split
 // over the tensor group, and hands it to `parallel`, which keeps this rank's stage.
 void Trainer::Impl::build_model(const data::DatasetInfo& info) {
-  const ModelInput input{info.sample_shape, info.classes, info.vocab_size, info.seq_len,
-                         parallel->tensor_group()};
+  ModelInput input{info.sample_shape, info.classes, info.vocab_size, info.seq_len,
+                   parallel->tensor_group()};
+  for (const auto& field : info.fields) {
+    if (!field.target) input.fields.push_back(field);
+  }
+  COHORT_CHECK(info.kind != data::DatasetKind::kFields ||
+                   (!parallel->pipelined() && config.parallel.devices.empty()),
+               ConfigError, info.path,
+               ": a field dataset's model runs whole on one device (parallel.pipeline_stages and "
+               "parallel.devices need a single-input dataset)");
   auto model = train::build_model(config.model, input);
   facts.flops_per_sample = model->train_flops_per_sample();
   facts.parameters = parameter_count(*model);
@@ -223,7 +233,7 @@ std::optional<ResumePoint> Trainer::Impl::resume() {
 bool Trainer::Impl::evaluate_and_check(std::int64_t step_index) {
   const std::string& val = config.data.val_path;
   if (val.empty()) return false;
-  summary.eval = evaluate(*parallel, val, plan.batch_size, *control);
+  summary.eval = evaluate(*parallel, val, plan.batch_size, config.data.max_length, *control);
   summary.evaluated = true;
   const auto& e = summary.eval;
   char line[160];

@@ -65,7 +65,7 @@ double Trainer::Impl::step(const std::vector<data::Batch>& micro, std::int64_t i
     at::Tensor logits;
     {
       AutocastScope autocast(settings.bf16, settings.cuda);
-      logits = parallel->forward(micro[i].inputs);
+      logits = parallel->forward(micro[i]);
     }
     if (settings.slow_ms > 0 && i == 0) {
       std::this_thread::sleep_for(std::chrono::milliseconds(settings.slow_ms));

@@ -2,8 +2,10 @@
 // PyTorch and h5py (tests/data/*.py).
 //   data_probe sampler < lines "SIZE WORLD SEED EPOCH SHUFFLE(0|1) DROP_LAST(0|1)"
 //       -> one line per case: {"num_samples": n, "ranks": [[...], ...]}
-//   data_probe read PATH RANK WORLD SEED BATCH EPOCHS PREFETCH [raw]
-//       -> {"batches": [{"epoch", "index", "indices", "inputs", "targets"}, ...]}
+//   data_probe read PATH RANK WORLD SEED BATCH EPOCHS PREFETCH [raw] [bucket=K] [max_length=N]
+//       [from=EPOCH,BATCH]
+//       -> {"batches": [{"epoch", "index", "indices", "inputs", "targets",
+//                        "fields": {name: {"shape", "values"}}}, ...]}
 #include <cstdlib>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -56,22 +58,42 @@ int read(int argc, char** argv) {
   o.batch_size = std::atoll(argv[4]);
   const int epochs = std::atoi(argv[5]);
   o.prefetch = std::atoi(argv[6]);
-  o.reader.raw = argc > 7 && std::string(argv[7]) == "raw";
+  cohort::data::LoaderState from;
+  for (int a = 7; a < argc; ++a) {
+    const std::string arg = argv[a];
+    if (arg == "raw") o.reader.raw = true;
+    if (arg.rfind("bucket=", 0) == 0) o.bucket = std::atoll(arg.c_str() + 7);
+    if (arg.rfind("max_length=", 0) == 0) o.reader.max_length = std::atoll(arg.c_str() + 11);
+    if (arg.rfind("from=", 0) == 0) {
+      from.epoch = std::atoll(arg.c_str() + 5);
+      from.batch = std::atoll(arg.substr(arg.find(',') + 1).c_str());
+    }
+  }
   o.reader.seed = o.seed;
   cohort::data::DataLoader loader(o);
+  loader.restore(from);
   cohort::data::DistributedSampler sampler(
       {loader.info().num_samples, o.rank, o.world, o.seed, true, false});
   nlohmann::json batches = nlohmann::json::array();
-  for (int e = 0; e < epochs; ++e) {
+  for (int e = static_cast<int>(from.epoch); e < epochs; ++e) {
     const auto order = sampler.indices(e);
     while (auto batch = loader.next()) {
       const auto begin = order.begin() + batch->index * o.batch_size;
-      batches.push_back({{"epoch", batch->epoch},
-                         {"index", batch->index},
-                         {"indices", std::vector<std::int64_t>(begin, begin + o.batch_size)},
-                         {"shape", batch->inputs.sizes().vec()},
-                         {"inputs", flat(batch->inputs)},
-                         {"targets", flat(batch->targets)}});
+      nlohmann::json fields = nlohmann::json::object();
+      for (const auto* list : {&batch->fields, &batch->target_fields}) {
+        for (const auto& f : *list) {
+          fields[f.name] = {{"shape", f.tensor.sizes().vec()}, {"values", flat(f.tensor)}};
+        }
+      }
+      batches.push_back(
+          {{"epoch", batch->epoch},
+           {"index", batch->index},
+           {"sampler_indices", std::vector<std::int64_t>(begin, begin + o.batch_size)},
+           {"indices", batch->indices},
+           {"shape", batch->inputs.sizes().vec()},
+           {"inputs", flat(batch->inputs)},
+           {"targets", flat(batch->targets)},
+           {"fields", fields}});
     }
   }
   std::cout << nlohmann::json{{"batches", batches}}.dump() << "\n";

@@ -12,6 +12,11 @@
 //    epoch ends; an error in it reaches the caller from next(). With prefetch = 0 next() reads on
 //    the calling thread. The destructor stops and joins the thread; it never throws.
 //  - wait statistics: how long next() blocked for each batch (the data-wait share of a step).
+//  - Bucketing (bucket > 0, ragged field datasets): the sampler's order for the epoch is cut into
+//    windows of `bucket` batches; each window is sorted by the length of the first ragged input
+//    field (stable) and cut into batches, whose order within the window is then shuffled, seeded
+//    by (seed, epoch, window). Batches pad less; which samples an epoch sees is unchanged, and the
+//    order is a function of (seed, epoch), so resume stays exact.
 //  - With the MPI-IO driver (collective reads) every rank must call next(), restore() and the
 //    destructor in lockstep, as a training loop does: the ranks' reads are matched one to one,
 //    and a stopping producer first reads up to the same point on every rank.
@@ -37,6 +42,7 @@ struct LoaderOptions {
   bool drop_last = false;       // sampler: cut the uneven tail instead of padding (torch's sense)
   bool drop_last_batch = true;  // drop a final partial batch, so every rank's batches are full
   int prefetch = 2;             // batches read ahead; 0: synchronous
+  std::int64_t bucket = 0;      // batches per length-bucketing window (0: the sampler's order)
   // Test hook (debug.data_delay_ms): each batch read takes this much longer, as from a slow
   // filesystem, so that the monitor's data-bound diagnosis can be shown to fire.
   int read_delay_ms = 0;

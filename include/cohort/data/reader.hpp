@@ -6,6 +6,11 @@
 // hyperslab selection (their union) per dataset and shard: one H5Dread, however scattered the
 // batch. Inputs come back as float32 (normalized with the dataset's mean/std; uint8 without them
 // scaled to [0, 1]) or, for token datasets, int64 [B, seq_len] with targets shifted by one.
+// Field datasets come back as one tensor per field by name (Batch::fields, target_fields):
+// float fields as float32 (normalized with the field's own mean/std), integer ones as int64
+// checked against the field's vocab_size (targets: the file's classes); a ragged field padded
+// with zeros to the longest sample in the batch, [B, L, value...], and followed by its mask
+// "<name>_mask", bool [B, L], true where a value is real.
 //
 // I/O drivers: kPosix (default) opens the shards with HDF5's sec2 driver, independently per rank.
 // kMpiIo opens them with the MPI-IO driver on a duplicate of the session's communicator and reads
@@ -54,13 +59,24 @@ struct ReaderOptions {
   // POSIX driver: read rows with pread(2) at offsets resolved once from HDF5's layout, where the
   // layout allows (unfiltered; contiguous or whole-row chunks), instead of one H5Dread per run.
   bool pread_rows = true;
+  // Ragged fields: a sample longer than this is cut to its first max_length values (0: never).
+  std::int64_t max_length = 0;
+};
+
+struct NamedTensor {
+  std::string name;
+  at::Tensor tensor;
 };
 
 struct Batch {
-  at::Tensor inputs;
-  at::Tensor targets;
+  at::Tensor inputs;   // field datasets: the first input field
+  at::Tensor targets;  // field datasets: the first target
+  // Field datasets: the inputs and the targets by name (raw: bytes, [B, (L,) value bytes]).
+  std::vector<NamedTensor> fields;
+  std::vector<NamedTensor> target_fields;
   std::int64_t epoch = 0;
-  std::int64_t index = 0;  // batch index within the epoch
+  std::int64_t index = 0;             // batch index within the epoch
+  std::vector<std::int64_t> indices;  // the global sample indices, in batch order (DataLoader)
 };
 
 struct ReadStats {

@@ -35,4 +35,10 @@ void train_tokenizer(const std::string& out, const TokenizerOptions& options);
 // a validation set tokenized by another model (check_same_tokenizer).
 DatasetInfo import_text_tokens(const std::string& out, const ImportOptions& options);
 
+// Lines "label<TAB>text" (files given in options.inputs) as a field dataset: /inputs/tokens, the
+// text as ragged tokens of the model options.tokenizer (each line encode(text) + [eos_id()]) or,
+// without one, its UTF-8 bytes (vocab_size 256); /targets/label, the class id in label name order
+// (attribute class_names). For `cohort data import labelled-text`.
+DatasetInfo import_labelled_text(const std::string& out, const ImportOptions& options);
+
 }  // namespace cohort::data

@@ -58,11 +58,19 @@ DatasetInfo import_dataset(const std::string& out, const ImportOptions& options)
 struct FeatureStats {
   double mean = 0, stddev = 0, min = 0, max = 0;
 };
+// One field of a field dataset: its values as stored, and (ragged) its sample lengths.
+struct FieldInspection {
+  FieldInfo field;
+  FeatureStats values;
+  FeatureStats lengths;  // ragged: values per sample
+  std::int64_t total_values = 0;
+};
 struct Inspection {
   DatasetInfo info;
-  FeatureStats overall;                                  // all input values, as stored
-  std::vector<FeatureStats> channels;                    // per first sample dimension
-  std::vector<FeatureStats> features;                    // per input element (first max_features)
+  std::vector<FieldInspection> fields;  // field datasets: every field (the rest stays empty)
+  FeatureStats overall;                 // all input values, as stored
+  std::vector<FeatureStats> channels;   // per first sample dimension
+  std::vector<FeatureStats> features;   // per input element (first max_features)
   std::map<std::int64_t, std::int64_t> class_histogram;  // integer scalar targets / tokens
   std::int64_t features_total = 0;
   double seconds = 0;

@@ -64,6 +64,44 @@ class DatasetWriter {
   std::unique_ptr<Handles> handles_;
 };
 
+// One field of a field dataset (docs/formats/dataset.md "Field datasets").
+struct FieldSpec {
+  std::string name;
+  bool target = false;  // under /targets (else /inputs)
+  bool ragged = false;
+  std::vector<std::int64_t> shape;  // fixed: one sample's; ragged: one value's
+  DType dtype = DType::kFloat32;
+  std::int64_t values = 0;  // ragged: V, the values of all samples
+  std::int64_t vocab_size = 0;
+  std::vector<double> mean, stddev;
+};
+
+// FieldWriter: writes one field dataset (format version 2), atomically, as DatasetWriter does.
+//
+// Protocol: construct with the path, the file's attributes (spec: num_samples, classes, split,
+// source, extra, chunk_bytes; kind is fields) and the fields; write fixed fields' rows in any
+// order (write_rows) and ragged fields' samples in order (append: their lengths and values, the
+// samples after those already appended); then commit(), which writes the offsets and the
+// attributes and checks that every ragged field got all its samples and values.
+class FieldWriter {
+ public:
+  FieldWriter(std::string path, WriterSpec spec, std::vector<FieldSpec> fields);
+  ~FieldWriter();
+  FieldWriter(const FieldWriter&) = delete;
+  FieldWriter& operator=(const FieldWriter&) = delete;
+
+  void write_rows(std::size_t field, std::int64_t first, std::int64_t count, const void* data);
+  void append(std::size_t field, const std::vector<std::int64_t>& lengths, const void* values);
+  DatasetInfo commit();
+
+ private:
+  struct Handles;
+  std::string path_, temp_path_;
+  WriterSpec spec_;
+  std::vector<FieldSpec> fields_;
+  std::unique_ptr<Handles> handles_;
+};
+
 // The spec that reproduces an existing dataset's layout and attributes (for split, etc.).
 WriterSpec spec_like(const DatasetInfo& info, std::int64_t num_samples);
 

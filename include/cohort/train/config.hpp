@@ -56,6 +56,8 @@ struct DataConfig {
   IoDriver driver = IoDriver::kPosix;
   std::int64_t crop_padding = 0;
   bool flip = false;
+  std::int64_t max_length = 0;
+  std::int64_t bucket = 0;
 };
 
 struct OptimConfig {

@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "cohort/data/dataset.hpp"
+#include "cohort/data/reader.hpp"
 #include "cohort/pipeline/stage.hpp"
 #include "cohort/train/config.hpp"
 
@@ -33,11 +35,18 @@ struct ModelInput {
   // Tensor parallelism: the group the model's tensor-parallel layers are split over (nullptr:
   // none). A model without such layers rejects a group of more than one rank.
   comm::Communicator* tensor_group = nullptr;
+  // Field datasets: the input fields, by name (empty otherwise).
+  std::vector<data::FieldInfo> fields{};
 };
 
 class Model : public torch::nn::Module {
  public:
   virtual at::Tensor forward(const at::Tensor& inputs) = 0;
+  // Field datasets: every input field by name, a ragged one padded and followed by its mask
+  // "<name>_mask". The default gives the first field to forward().
+  virtual at::Tensor forward_fields(const std::vector<data::NamedTensor>& fields) {
+    return forward(fields.front().tensor);
+  }
   // Forward + backward FLOPs of one training sample, for the monitor's FLOP/s and MFU; 0 when
   // the model does not say.
   virtual double train_flops_per_sample() const { return 0; }

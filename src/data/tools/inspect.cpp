@@ -12,32 +12,11 @@
 
 #include "cohort/data/tools.hpp"
 #include "cohort/error.hpp"
+#include "data/tools/inspect_values.hpp"
 #include "io/h5/file.hpp"
 
 namespace cohort::data {
 namespace {
-
-struct Accumulator {
-  double sum = 0, sq = 0, min = std::numeric_limits<double>::infinity(),
-         max = -std::numeric_limits<double>::infinity();
-  std::int64_t count = 0;
-  void add(double v) {
-    sum += v;
-    sq += v * v;
-    min = std::min(min, v);
-    max = std::max(max, v);
-    ++count;
-  }
-  FeatureStats stats() const {
-    FeatureStats s;
-    if (count == 0) return s;
-    s.mean = sum / static_cast<double>(count);
-    s.stddev = std::sqrt(std::max(0.0, sq / static_cast<double>(count) - s.mean * s.mean));
-    s.min = min;
-    s.max = max;
-    return s;
-  }
-};
 
 nlohmann::json stats_json(const FeatureStats& s) {
   return {{"mean", s.mean}, {"std", s.stddev}, {"min", s.min}, {"max", s.max}};
@@ -117,68 +96,6 @@ class Collector {
   Inspection& out_;
 };
 
-// IEEE 754 binary16 to double.
-double half_to_double(std::uint16_t h) {
-  const int exponent = (h >> 10) & 0x1f;
-  const int mantissa = h & 0x3ff;
-  const double sign = (h & 0x8000) ? -1.0 : 1.0;
-  if (exponent == 0) return sign * std::ldexp(mantissa, -24);
-  if (exponent == 31) {
-    return mantissa ? std::numeric_limits<double>::quiet_NaN()
-                    : sign * std::numeric_limits<double>::infinity();
-  }
-  return sign * std::ldexp(mantissa + 1024, exponent - 25);
-}
-
-// Rows [first, first + count) of a dataset stored as dtype, each of per_row values, as doubles.
-std::vector<double> read_values(hid_t dataset, DType dtype, io::h5::Run run, std::int64_t per_row,
-                                const std::string& where) {
-  const auto n = static_cast<std::size_t>(run.count * per_row);
-  std::vector<unsigned char> stored(n * dtype_size(dtype));
-  io::h5::read_runs(dataset, {run}, dtype, stored.data(), H5P_DEFAULT, false, where);
-  std::vector<double> out(n);
-  const auto element = [&](std::size_t i, auto type) {
-    decltype(type) v;
-    std::memcpy(&v, stored.data() + i * sizeof v, sizeof v);
-    return v;
-  };
-  for (std::size_t i = 0; i < n; ++i) {
-    switch (dtype) {
-      case DType::kUInt8:
-        out[i] = element(i, std::uint8_t{});
-        break;
-      case DType::kUInt16:
-        out[i] = element(i, std::uint16_t{});
-        break;
-      case DType::kInt32:
-        out[i] = element(i, std::int32_t{});
-        break;
-      case DType::kInt64:
-        out[i] = static_cast<double>(element(i, std::int64_t{}));
-        break;
-      case DType::kFloat16:
-        out[i] = half_to_double(element(i, std::uint16_t{}));
-        break;
-      case DType::kFloat32:
-        out[i] = element(i, float{});
-        break;
-      case DType::kFloat64:
-        out[i] = element(i, double{});
-        break;
-    }
-  }
-  return out;
-}
-
-// The checks training's reader makes (data/reader.cpp): a value that would index past the
-// model's classes or vocabulary stops the inspection too, naming the file.
-void check_range(double value, std::int64_t limit, const std::string& where, const char* what,
-                 const char* attribute) {
-  COHORT_CHECK(value >= 0 && (limit <= 0 || value < static_cast<double>(limit)), IoError, where,
-               ": ", what, " ", static_cast<std::int64_t>(value), " is outside 0..", limit - 1,
-               " (attribute '", attribute, "')");
-}
-
 void inspect_samples(const DatasetInfo& info, const ShardInfo& shard, std::int64_t block,
                      Collector& collector) {
   const auto file = io::h5::open_file(shard.path);
@@ -234,6 +151,12 @@ Inspection inspect(const std::string& path, std::int64_t max_features) {
   // Blocks of ~8 MiB, in order.
   const std::int64_t block = std::max<std::int64_t>(
       1, (8 << 20) / std::max<std::size_t>(1, info.sample_numel() * sizeof(double)));
+  if (info.kind == DatasetKind::kFields) {
+    inspect_fields(info, max_features, result);
+    result.seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return result;
+  }
   for (const auto& shard : info.shards) {
     if (info.kind == DatasetKind::kTokens) {
       inspect_tokens(info, shard, block, collector);
@@ -260,6 +183,24 @@ nlohmann::json to_json(const Inspection& inspection) {
   }
   out[inspection.info.kind == DatasetKind::kTokens ? "token_histogram" : "class_histogram"] =
       histogram;
+  if (!inspection.fields.empty()) {
+    out["fields"] = nlohmann::json::array();
+    for (const auto& f : inspection.fields) {
+      out["fields"].push_back({{"name", f.field.name},
+                               {"location", f.field.location},
+                               {"target", f.field.target},
+                               {"ragged", f.field.ragged},
+                               {"dtype", to_string(f.field.dtype)},
+                               {"shape", f.field.shape},
+                               {"vocab_size", f.field.vocab_size},
+                               {"max_length", f.field.max_length},
+                               {"mean", f.field.mean},
+                               {"std", f.field.stddev},
+                               {"values", f.total_values},
+                               {"value_stats", stats_json(f.values)},
+                               {"length_stats", stats_json(f.lengths)}});
+    }
+  }
   out["seconds"] = inspection.seconds;
   return out;
 }
@@ -292,6 +233,25 @@ std::string to_text(const Inspection& inspection) {
     out << "  tokens  " << info.tokenizer << " (" << info.tokenizer_checksum << ")\n";
   }
   if (!info.source_checksum.empty()) out << "  sums    " << info.source_checksum << "\n";
+  for (const auto& f : inspection.fields) {
+    out << "  " << (f.field.target ? "target " : "input  ") << f.field.name << ": "
+        << (f.field.ragged ? "ragged " : "") << to_string(f.field.dtype) << " "
+        << shape(f.field.shape);
+    if (f.field.vocab_size > 0) out << ", vocab " << f.field.vocab_size;
+    if (f.field.ragged) {
+      out << ", length min " << f.lengths.min << " mean " << f.lengths.mean << " max "
+          << f.lengths.max;
+    }
+    out << "; values mean " << f.values.mean << " std " << f.values.stddev << " min "
+        << f.values.min << " max " << f.values.max << "\n";
+  }
+  if (!inspection.fields.empty()) {
+    if (!inspection.class_histogram.empty()) out << "  classes";
+    for (const auto& [label, count] : inspection.class_histogram)
+      out << " " << label << ":" << count;
+    if (!inspection.class_histogram.empty()) out << "\n";
+    return out.str();
+  }
   const auto& s = inspection.overall;
   out << "  values  mean " << s.mean << "  std " << s.stddev << "  min " << s.min << "  max "
       << s.max << " (as stored, over " << inspection.features_total << " values per sample)\n";

@@ -36,6 +36,60 @@ void copy_samples(BatchReader& reader, std::vector<std::int64_t> indices, const 
   writer.commit();
 }
 
+// Field datasets: each field's raw bytes per block of samples; ragged values packed back from
+// the padded batch by its mask.
+void copy_fields(BatchReader& reader, std::vector<std::int64_t> indices, const std::string& out,
+                 const std::string& split) {
+  std::sort(indices.begin(), indices.end());
+  const DatasetInfo& info = reader.info();
+  WriterSpec spec = spec_like(info, static_cast<std::int64_t>(indices.size()));
+  spec.split = split;
+  std::vector<FieldSpec> fields;
+  for (std::size_t f = 0; f < info.fields.size(); ++f) {
+    const FieldInfo& field = info.fields[f];
+    FieldSpec s{field.name, field.target,     field.ragged, field.shape, field.dtype,
+                0,          field.vocab_size, field.mean,   field.stddev};
+    if (field.ragged) {
+      const auto lengths = sample_lengths(info, f);
+      for (const auto i : indices) s.values += lengths[static_cast<std::size_t>(i)];
+    }
+    fields.push_back(std::move(s));
+  }
+  FieldWriter writer(out, spec, fields);
+  constexpr std::size_t kBlock = 256;
+  for (std::size_t first = 0; first < indices.size(); first += kBlock) {
+    const std::vector<std::int64_t> part(
+        indices.begin() + static_cast<std::ptrdiff_t>(first),
+        indices.begin() + static_cast<std::ptrdiff_t>(std::min(first + kBlock, indices.size())));
+    const Batch batch = reader.read(part);
+    std::size_t input = 0, target = 0;
+    for (std::size_t f = 0; f < fields.size(); ++f) {
+      const auto& list = fields[f].target ? batch.target_fields : batch.fields;
+      std::size_t& at = fields[f].target ? target : input;
+      const at::Tensor values = list[at++].tensor.contiguous();
+      if (!fields[f].ragged) {
+        writer.write_rows(f, static_cast<std::int64_t>(first),
+                          static_cast<std::int64_t>(part.size()), values.data_ptr());
+        continue;
+      }
+      const at::Tensor mask = list[at++].tensor.contiguous();
+      // [B, L, value bytes] -> the real values (mask: a prefix of each row) back to back.
+      const std::int64_t longest = values.size(1), value_bytes = values.size(2);
+      std::vector<std::int64_t> lengths;
+      std::vector<unsigned char> packed;
+      const auto* bytes = values.data_ptr<std::uint8_t>();
+      for (std::int64_t i = 0; i < values.size(0); ++i) {
+        const bool* row = mask.data_ptr<bool>() + i * longest;
+        lengths.push_back(std::count(row, row + longest, true));
+        const auto* begin = bytes + i * longest * value_bytes;
+        packed.insert(packed.end(), begin, begin + lengths.back() * value_bytes);
+      }
+      writer.append(f, lengths, packed.data());
+    }
+  }
+  writer.commit();
+}
+
 void copy_tokens(const DatasetInfo& info, std::int64_t first, std::int64_t count,
                  const std::string& out, const std::string& split) {
   h5::Hid file = h5::open_file(info.shards.front().path);
@@ -97,8 +151,9 @@ SplitResult split_dataset(const std::string& in, const std::string& train_out,
                " samples cannot be split with fraction ", val_fraction);
   // torch.randperm(n, generator=torch.Generator().manual_seed(seed))
   const auto order = DistributedSampler(SamplerOptions{n, 0, 1, seed, true, false}).indices(0);
-  copy_samples(reader, {order.begin(), order.end() - val}, train_out, "train");
-  copy_samples(reader, {order.end() - val, order.end()}, val_out, "val");
+  const auto copy = info.kind == DatasetKind::kFields ? copy_fields : copy_samples;
+  copy(reader, {order.begin(), order.end() - val}, train_out, "train");
+  copy(reader, {order.end() - val, order.end()}, val_out, "val");
   result.train = n - val;
   result.val = val;
   return result;

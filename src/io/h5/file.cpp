@@ -71,11 +71,15 @@ void check_own_storage(hid_t dataset, const std::string& where) {
 
 }  // namespace
 
-bool has_dataset(hid_t file, const std::string& name) {
+namespace {
+
+// Whether `name` is an object of `kind`; a soft or external link counts as one (the open that
+// follows refuses it, naming it).
+bool has_object(hid_t file, const std::string& name, H5I_type_t kind) {
   auto lock = h5_lock();
   const auto type = link_type(file, name);
   if (!type) return false;
-  if (*type != H5L_TYPE_HARD) return true;  // open_dataset() refuses it, naming it
+  if (*type != H5L_TYPE_HARD) return true;
   // Opened and asked its kind, rather than through H5Oget_info_by_name, whose arguments and
   // info struct differ between HDF5 1.10 and 1.12+ (API versions); these two calls do not.
   const Hid object(H5Oopen(file, name.c_str(), H5P_DEFAULT));
@@ -83,7 +87,54 @@ bool has_dataset(hid_t file, const std::string& name) {
     h5_error_text();
     return false;
   }
-  return H5Iget_type(object.get()) == H5I_DATASET;
+  return H5Iget_type(object.get()) == kind;
+}
+
+}  // namespace
+
+bool has_dataset(hid_t file, const std::string& name) {
+  return has_object(file, name, H5I_DATASET);
+}
+
+bool has_group(hid_t file, const std::string& name) { return has_object(file, name, H5I_GROUP); }
+
+std::vector<std::string> group_members(hid_t file, const std::string& name, std::size_t max_members,
+                                       const std::string& where) {
+  auto lock = h5_lock();
+  check_hard_links(file, name, where);
+  Hid group(COHORT_H5_CHECK(H5Gopen2(file, name.c_str(), H5P_DEFAULT), where));
+  H5G_info_t info{};
+  COHORT_H5_CHECK(H5Gget_info(group.get(), &info), where);
+  COHORT_CHECK(info.nlinks <= max_members, IoError, where, ": group '", name, "' has ", info.nlinks,
+               " members, more than the ", max_members, " allowed");
+  std::vector<std::string> names;
+  for (hsize_t i = 0; i < info.nlinks; ++i) {
+    const ssize_t length =
+        COHORT_H5_CHECK(H5Lget_name_by_idx(group.get(), ".", H5_INDEX_NAME, H5_ITER_INC, i, nullptr,
+                                           0, H5P_DEFAULT),
+                        where);
+    COHORT_CHECK(length > 0 && length < 256, IoError, where, ": a member of '", name,
+                 "' has a name of ", length, " bytes (1..255 allowed)");
+    std::string member(static_cast<std::size_t>(length) + 1, '\0');
+    COHORT_H5_CHECK(H5Lget_name_by_idx(group.get(), ".", H5_INDEX_NAME, H5_ITER_INC, i,
+                                       member.data(), member.size(), H5P_DEFAULT),
+                    where);
+    member.resize(static_cast<std::size_t>(length));
+    names.push_back(member);
+  }
+  return names;
+}
+
+Hid open_group(hid_t file, const std::string& name, const std::string& where) {
+  auto lock = h5_lock();
+  check_hard_links(file, name, where);
+  return Hid(COHORT_H5_CHECK(H5Gopen2(file, name.c_str(), H5P_DEFAULT), where));
+}
+
+void create_group(hid_t file, const std::string& name, const std::string& where) {
+  auto lock = h5_lock();
+  Hid group(COHORT_H5_CHECK(H5Gcreate2(file, name.c_str(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
+                            where));
 }
 
 Hid open_dataset(hid_t file, const std::string& name, const std::string& where) {

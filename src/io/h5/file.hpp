@@ -23,6 +23,13 @@ Hid open_file(const std::string& path, hid_t fapl = H5P_DEFAULT);
 Hid create_file(const std::string& path);
 bool has_dataset(hid_t file, const std::string& name);
 Hid open_dataset(hid_t file, const std::string& name, const std::string& where);
+// Groups: whether `name` is a group (a hard link to one); the names of its members in name
+// order (at most max_members: IoError beyond, naming `where`); create one.
+bool has_group(hid_t file, const std::string& name);
+std::vector<std::string> group_members(hid_t file, const std::string& name, std::size_t max_members,
+                                       const std::string& where);
+void create_group(hid_t file, const std::string& name, const std::string& where);
+Hid open_group(hid_t file, const std::string& name, const std::string& where);
 
 std::vector<std::int64_t> dims(hid_t dataset, const std::string& where);
 // Checks that the file really holds the dataset's extent of `element_bytes` elements: the product

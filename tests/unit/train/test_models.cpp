@@ -1,5 +1,8 @@
+#include <ATen/ops/cat.h>
+#include <ATen/ops/ones.h>
 #include <ATen/ops/randint.h>
 #include <ATen/ops/randn.h>
+#include <ATen/ops/zeros.h>
 #include <torch/nn/module.h>
 
 #include <boost/test/unit_test.hpp>
@@ -15,8 +18,9 @@ using cohort::train::ModelInput;
 BOOST_AUTO_TEST_SUITE(train_models)
 
 BOOST_AUTO_TEST_CASE(every_model_is_registered) {
-  BOOST_TEST(cohort::train::model_names() == (std::vector<std::string>{"cnn", "gpt", "mlp"}),
-             boost::test_tools::per_element());
+  BOOST_TEST(
+      cohort::train::model_names() == (std::vector<std::string>{"cnn", "fields_mlp", "gpt", "mlp"}),
+      boost::test_tools::per_element());
 }
 
 BOOST_AUTO_TEST_CASE(mlp_maps_samples_to_class_logits) {
@@ -53,6 +57,40 @@ BOOST_AUTO_TEST_CASE(gpt_is_causal_with_a_tied_head) {
   const std::int64_t block =
       2 * 32 + (32 * 96 + 96) + (32 * 32 + 32) + 2 * 32 + (32 * 128 + 128) + (128 * 32 + 32);
   BOOST_TEST(cohort::train::parameter_count(*model) == 50 * 32 + 16 * 32 + 2 * block + 2 * 32);
+}
+
+BOOST_AUTO_TEST_CASE(fields_mlp_takes_fields_by_name_and_ignores_padding) {
+  cohort::data::FieldInfo tokens;
+  tokens.name = "tokens";
+  tokens.ragged = true;
+  tokens.dtype = cohort::data::DType::kInt32;
+  tokens.vocab_size = 20;
+  cohort::data::FieldInfo features;
+  features.name = "features";
+  features.shape = {3};
+  ModelInput input{{}, 4, 0, 0};
+  input.fields = {tokens, features};
+  const auto config =
+      Config::load("", {"model.name=fields_mlp", "model.width=8", "model.hidden=16"});
+  auto model = build_model(config.model, input);
+  const at::Tensor ids = at::randint(20, {2, 5});
+  const at::Tensor mask = at::ones({2, 5}, at::kBool);
+  const at::Tensor x = at::randn({2, 3});
+  const at::Tensor logits =
+      model->forward_fields({{"tokens", ids}, {"tokens_mask", mask}, {"features", x}});
+  BOOST_TEST(logits.sizes() == (at::IntArrayRef{2, 4}));
+  // Three padding positions more, masked out (and in another order of fields): same logits.
+  const at::Tensor padded = at::cat({ids, at::randint(20, {2, 3})}, 1);
+  const at::Tensor padded_mask = at::cat({mask, at::zeros({2, 3}, at::kBool)}, 1);
+  const at::Tensor again =
+      model->forward_fields({{"features", x}, {"tokens_mask", padded_mask}, {"tokens", padded}});
+  BOOST_TEST(at::allclose(again, logits, 1e-6, 1e-6));
+  BOOST_CHECK_THROW(model->forward_fields({{"tokens", ids}, {"tokens_mask", mask}}),
+                    cohort::UsageError);  // no 'features'
+  // An integer field without a vocabulary cannot be embedded; no fields at all: not a field set.
+  input.fields.front().vocab_size = 0;
+  BOOST_CHECK_THROW(build_model(config.model, input), cohort::ConfigError);
+  BOOST_CHECK_THROW(build_model(config.model, ModelInput{{64}, 10, 0, 0}), cohort::ConfigError);
 }
 
 BOOST_AUTO_TEST_CASE(a_model_the_data_does_not_fit_is_a_config_error) {

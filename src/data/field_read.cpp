@@ -1,0 +1,227 @@
+#include "data/field_read.hpp"
+
+#include <ATen/ops/empty.h>
+#include <ATen/ops/zeros.h>
+#include <c10/util/Half.h>
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+#include "cohort/error.hpp"
+#include "common/checked_math.hpp"
+
+namespace cohort::data {
+namespace h5 = io::h5;
+namespace {
+
+// A padded batch larger than this is refused: one very long sample would otherwise make every
+// batch it lands in pad all the others to its length.
+constexpr std::int64_t kMaxBatchBytes = std::int64_t{4} << 30;
+
+std::int64_t numel(const std::vector<std::int64_t>& shape) {
+  std::int64_t n = 1;
+  for (auto d : shape) n *= d;  // bounded: describe() checked that the file backs the extent
+  return n;
+}
+
+// What one shard read for one field: the bytes, and where each of its sorted rows starts in
+// them (in values) and how many values it has (fixed: 1 row each).
+struct Staged {
+  at::Tensor bytes;
+  std::vector<std::int64_t> start, length;
+};
+
+template <typename In>
+void scale_shift(const In* in, std::int64_t count, float scale, float shift, float* out) {
+  for (std::int64_t e = 0; e < count; ++e) out[e] = static_cast<float>(in[e]) * scale + shift;
+}
+
+// count values of `unit` elements each (a fixed sample, or one ragged value), converted to float:
+// (x - mean[c]) / std[c] per channel c (the unit's first dimension), or uint8 scaled to [0, 1].
+void to_float(const unsigned char* in, const FieldInfo& field, bool normalize, std::int64_t unit,
+              std::int64_t count, float* out) {
+  const bool stats = normalize && !field.mean.empty();
+  const std::size_t channels = stats ? std::max(field.mean.size(), field.stddev.size()) : 1;
+  const std::int64_t per = unit / static_cast<std::int64_t>(channels);
+  const std::int64_t spans = count * static_cast<std::int64_t>(channels);
+  for (std::int64_t k = 0; k < spans; ++k) {
+    const std::size_t c = static_cast<std::size_t>(k) % channels;
+    float scale = 1.0f, shift = 0.0f;
+    if (stats) {
+      scale = static_cast<float>(1.0 / field.stddev[field.stddev.size() == 1 ? 0 : c]);
+      shift = static_cast<float>(-field.mean[field.mean.size() == 1 ? 0 : c]) * scale;
+    } else if (normalize && field.dtype == DType::kUInt8) {
+      scale = 1.0f / 255.0f;
+    }
+    const std::int64_t at = k * per;
+    switch (field.dtype) {
+      case DType::kUInt8:
+        scale_shift(in + at, per, scale, shift, out + at);
+        break;
+      case DType::kFloat16:
+        scale_shift(reinterpret_cast<const c10::Half*>(in) + at, per, scale, shift, out + at);
+        break;
+      default:
+        scale_shift(reinterpret_cast<const float*>(in) + at, per, scale, shift, out + at);
+    }
+  }
+}
+
+// Integer values widened to int64, each checked against the field's vocabulary (or `classes`).
+void to_int64(const unsigned char* in, const FieldInfo& field, std::int64_t limit,
+              std::int64_t count, std::int64_t* out, const std::string& where) {
+  for (std::int64_t e = 0; e < count; ++e) {
+    switch (field.dtype) {
+      case DType::kUInt16:
+        out[e] = reinterpret_cast<const std::uint16_t*>(in)[e];
+        break;
+      case DType::kInt32:
+        out[e] = reinterpret_cast<const std::int32_t*>(in)[e];
+        break;
+      default:
+        std::memcpy(&out[e], in + e * 8, 8);
+    }
+    COHORT_CHECK(limit <= 0 || (out[e] >= 0 && out[e] < limit), IoError, where, ": value ", out[e],
+                 " is outside 0..", limit - 1,
+                 field.target ? " (attribute 'classes')" : " (its vocab_size)");
+  }
+}
+
+// The runs to read for one field of one shard, and where each row lands in the staging bytes.
+std::vector<h5::Run> plan_runs(const FieldInfo& field, const std::vector<std::int64_t>* offsets,
+                               const std::vector<std::int64_t>& rows, std::int64_t max_length,
+                               Staged& staged) {
+  std::vector<h5::Run> runs;
+  std::int64_t at = 0;
+  for (const auto row : rows) {
+    std::int64_t first = row, count = 1;
+    if (field.ragged) {
+      const auto r = static_cast<std::size_t>(row);
+      first = (*offsets)[r];
+      count = (*offsets)[r + 1] - first;
+      if (max_length > 0) count = std::min(count, max_length);
+    }
+    staged.start.push_back(at);
+    staged.length.push_back(count);
+    at += count;
+    if (count == 0) continue;
+    if (!runs.empty() && runs.back().first + runs.back().count == first) {
+      runs.back().count += count;
+    } else {
+      runs.push_back(h5::Run{first, count});
+    }
+  }
+  return runs;
+}
+
+struct Output {
+  at::Tensor values;  // [B, ...] or [B, L, ...]; raw: [B, (L,) bytes of one unit]
+  at::Tensor mask;    // ragged: [B, L] bool
+};
+
+Output allocate(const FieldInfo& field, const ReaderOptions& options, std::int64_t batch,
+                std::int64_t longest, std::int64_t unit_bytes, const std::string& where) {
+  std::vector<std::int64_t> shape{batch};
+  if (field.ragged) shape.push_back(longest);
+  if (options.raw) {
+    shape.push_back(unit_bytes);
+  } else {
+    shape.insert(shape.end(), field.shape.begin(), field.shape.end());
+  }
+  const std::int64_t element = options.raw ? 1 : field.integer() ? 8 : 4;
+  const auto count = checked::product(shape);
+  const auto bytes = count ? checked::mul(*count, element) : count;
+  COHORT_CHECK(bytes && *bytes <= kMaxBatchBytes, IoError, where,
+               ": a batch padded to its longest sample (", longest,
+               " values) would take more than 4 GiB; cut samples with data.max_length");
+  const auto type = options.raw ? at::kByte : field.integer() ? at::kLong : at::kFloat;
+  const auto tensor_options = at::TensorOptions().dtype(type);
+  Output out;
+  // Ragged batches are padded with zeros; fixed ones are overwritten in full.
+  out.values = field.ragged ? at::zeros(shape, tensor_options) : at::empty(shape, tensor_options);
+  if (field.ragged) out.mask = at::zeros({batch, longest}, at::TensorOptions().dtype(at::kBool));
+  return out;
+}
+
+// One field's values for the whole batch, from what each shard read (staged).
+void fill(const DatasetInfo& info, const FieldInfo& field, const ReaderOptions& options,
+          const std::vector<std::vector<std::int64_t>>& rows,
+          const std::vector<std::pair<std::size_t, std::int64_t>>& where,
+          const std::vector<Staged>& staged, std::int64_t unit, Output& out) {
+  const std::int64_t unit_bytes = unit * static_cast<std::int64_t>(dtype_size(field.dtype));
+  const std::int64_t longest = field.ragged ? out.mask.size(1) : 1;
+  const std::int64_t stride = longest * (options.raw ? unit_bytes : unit);  // per sample
+  const std::int64_t limit = field.vocab_size > 0 ? field.vocab_size
+                             : field.target       ? info.classes
+                                                  : 0;
+  auto* base = static_cast<unsigned char*>(out.values.data_ptr());
+  for (std::size_t i = 0; i < where.size(); ++i) {
+    const auto [shard, row] = where[i];
+    const auto& shard_rows = rows[shard];
+    const auto k = static_cast<std::size_t>(
+        std::lower_bound(shard_rows.begin(), shard_rows.end(), row) - shard_rows.begin());
+    const std::int64_t length = staged[shard].length[k];
+    const auto* src = static_cast<const unsigned char*>(staged[shard].bytes.data_ptr()) +
+                      staged[shard].start[k] * unit_bytes;
+    const auto at = static_cast<std::int64_t>(i) * stride;
+    if (options.raw) {
+      std::memcpy(base + at, src, static_cast<std::size_t>(length * unit_bytes));
+    } else if (field.integer()) {
+      to_int64(src, field, limit, length * unit, reinterpret_cast<std::int64_t*>(base) + at,
+               info.shards[shard].path + ": field '" + field.location + "'");
+    } else {
+      to_float(src, field, options.normalize, unit, length, reinterpret_cast<float*>(base) + at);
+    }
+    if (field.ragged && length > 0) {
+      auto* mask = out.mask.data_ptr<bool>() + static_cast<std::int64_t>(i) * longest;
+      std::fill(mask, mask + length, true);
+    }
+  }
+}
+
+}  // namespace
+
+Batch read_field_batch(const DatasetInfo& info, const ReaderOptions& options, BufferPool& pool,
+                       const std::vector<std::vector<std::int64_t>>& rows,
+                       const std::vector<std::pair<std::size_t, std::int64_t>>& where,
+                       const FieldRunReader& read, ReadStats& stats) {
+  Batch batch;
+  const auto samples = static_cast<std::int64_t>(where.size());
+  for (std::size_t f = 0; f < info.fields.size(); ++f) {
+    const FieldInfo& field = info.fields[f];
+    const std::int64_t unit = numel(field.shape);
+    const auto unit_bytes = static_cast<std::size_t>(unit) * dtype_size(field.dtype);
+    std::vector<Staged> staged(info.shards.size());
+    for (std::size_t s = 0; s < info.shards.size(); ++s) {
+      const auto runs =
+          plan_runs(field, info.shards[s].offsets[f].get(), rows[s], options.max_length, staged[s]);
+      const std::int64_t values =
+          staged[s].start.empty() ? 0 : staged[s].start.back() + staged[s].length.back();
+      staged[s].bytes =
+          pool.bytes(std::max<std::size_t>(1, static_cast<std::size_t>(values) * unit_bytes));
+      read(f, s, runs, staged[s].bytes.data_ptr());
+      stats.runs += static_cast<std::int64_t>(runs.size());
+      stats.bytes += values * static_cast<std::int64_t>(unit_bytes);
+    }
+    std::int64_t longest = 1;  // at least one position, so a batch of empty samples has a shape
+    for (const auto& [shard, row] : where) {
+      const auto& r = rows[shard];
+      const auto k =
+          static_cast<std::size_t>(std::lower_bound(r.begin(), r.end(), row) - r.begin());
+      longest = std::max(longest, staged[shard].length[k]);
+    }
+    Output out = allocate(field, options, samples, field.ragged ? longest : 1,
+                          static_cast<std::int64_t>(unit_bytes),
+                          info.path + ": field '" + field.location + "'");
+    fill(info, field, options, rows, where, staged, unit, out);
+    auto& list = field.target ? batch.target_fields : batch.fields;
+    list.push_back(NamedTensor{field.name, out.values});
+    if (field.ragged) list.push_back(NamedTensor{field.name + "_mask", out.mask});
+  }
+  batch.inputs = batch.fields.front().tensor;
+  batch.targets = batch.target_fields.front().tensor;
+  return batch;
+}
+
+}  // namespace cohort::data

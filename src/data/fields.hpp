@@ -1,0 +1,20 @@
+// The field layout (format version 2, docs/formats/dataset.md "Field datasets"): describing a
+// shard's named fields and checking that every shard has the same ones. Internal to the data
+// module; describe() calls it when /inputs is a group.
+#pragma once
+
+#include <string>
+
+#include "cohort/data/dataset.hpp"
+#include "io/h5/hid.hpp"
+
+namespace cohort::data {
+
+// Fills info.fields (inputs, then targets), the summary fields of info (sample_shape, ...), and
+// shard.samples and shard.offsets. IoError naming the file and the field otherwise.
+void describe_fields(hid_t file, const std::string& path, DatasetInfo& info, ShardInfo& shard);
+
+// The same fields (names, kinds, shapes, dtypes, vocabularies) in `other` as in `first`.
+void check_same_fields(const DatasetInfo& first, const DatasetInfo& other, const std::string& path);
+
+}  // namespace cohort::data

@@ -1,0 +1,109 @@
+// `cohort data import labelled-text`: lines "label<TAB>text" become a field dataset with one
+// ragged input, the text's tokens (/inputs/tokens), and one class target (/targets/label).
+#include <algorithm>
+#include <filesystem>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "cohort/data/tokenizer.hpp"
+#include "cohort/data/writer.hpp"
+#include "cohort/error.hpp"
+#include "data/tools/parsers.hpp"
+#include "data/tools/tokenizer.hpp"
+
+namespace cohort::data {
+namespace {
+
+struct Example {
+  std::string label;
+  std::vector<std::int32_t> tokens;
+};
+
+// Each non-empty line split at its first tab; the text encoded by `encode`.
+template <typename Encode>
+std::vector<Example> parse_lines(const std::string& path, const std::string& text,
+                                 const Encode& encode) {
+  std::vector<Example> examples;
+  std::size_t line = 0;
+  for (std::size_t start = 0; start < text.size(); ++line) {
+    std::size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    std::string row = text.substr(start, end - start);
+    start = end + 1;
+    if (!row.empty() && row.back() == '\r') row.pop_back();
+    if (row.empty()) continue;
+    const std::size_t tab = row.find('\t');
+    COHORT_CHECK(tab != std::string::npos && tab > 0, IoError, path, ":", line + 1,
+                 ": expected 'label<TAB>text'");
+    examples.push_back(Example{row.substr(0, tab), encode(row.substr(tab + 1))});
+  }
+  COHORT_CHECK(!examples.empty(), IoError, path, ": no labelled line");
+  return examples;
+}
+
+}  // namespace
+
+DatasetInfo import_labelled_text(const std::string& out, const ImportOptions& o) {
+  COHORT_CHECK(!o.inputs.empty(), UsageError, "import labelled-text: give one or more files");
+  std::unique_ptr<Tokenizer> tokenizer;
+  if (!o.tokenizer.empty()) tokenizer = std::make_unique<Tokenizer>(o.tokenizer);
+  const auto encode = [&](const std::string& text) {
+    if (tokenizer) return tokenizer->encode_lines(text);
+    std::vector<std::int32_t> bytes;  // UTF-8 bytes 0..255, as `import text`
+    for (const char c : text) bytes.push_back(static_cast<unsigned char>(c));
+    return bytes;
+  };
+  std::vector<Example> examples;
+  for (const auto& path : o.inputs) {
+    auto more = parse_lines(path, parse::read_maybe_gz(path, o.max_inflate_ratio), encode);
+    std::move(more.begin(), more.end(), std::back_inserter(examples));
+  }
+  // Class ids in label name order (as ImageFolder numbers its class folders).
+  std::map<std::string, std::int64_t> classes;
+  for (const auto& e : examples) classes.emplace(e.label, 0);
+  std::int64_t next = 0;
+  nlohmann::json names = nlohmann::json::array();
+  for (auto& [name, id] : classes) {
+    id = next++;
+    names.push_back(name);
+  }
+  WriterSpec spec;
+  spec.num_samples = static_cast<std::int64_t>(examples.size());
+  spec.classes = static_cast<std::int64_t>(classes.size());
+  spec.split = o.split;
+  spec.chunk_bytes = o.chunk_bytes;
+  record_sources(spec, "labelled text", o.inputs);
+  spec.extra = {{"class_names", names.dump()}};
+  if (tokenizer) {
+    spec.extra.push_back({"tokenizer", std::filesystem::path(o.tokenizer).filename().string()});
+    spec.extra.push_back({"tokenizer_checksum", tokenizer->checksum()});
+  }
+  FieldSpec tokens;
+  tokens.name = "tokens";
+  tokens.ragged = true;
+  tokens.vocab_size = tokenizer ? tokenizer->vocab_size() : 256;
+  tokens.dtype = tokens.vocab_size <= 65536 ? DType::kUInt16 : DType::kInt32;
+  std::vector<std::int64_t> lengths, labels;
+  std::vector<std::int32_t> values;
+  for (const auto& e : examples) {
+    lengths.push_back(static_cast<std::int64_t>(e.tokens.size()));
+    labels.push_back(classes.at(e.label));
+    values.insert(values.end(), e.tokens.begin(), e.tokens.end());
+  }
+  tokens.values = static_cast<std::int64_t>(values.size());
+  FieldSpec label;
+  label.name = "label";
+  label.target = true;
+  label.dtype = DType::kInt64;
+  FieldWriter writer(out, spec, {tokens, label});
+  if (tokens.dtype == DType::kInt32) {
+    writer.append(0, lengths, values.data());
+  } else {
+    const std::vector<std::uint16_t> narrow(values.begin(), values.end());
+    writer.append(0, lengths, narrow.data());
+  }
+  writer.write_rows(1, 0, spec.num_samples, labels.data());
+  return writer.commit();
+}
+
+}  // namespace cohort::data
