@@ -6,6 +6,7 @@
 #  - with length bucketing (data.bucket) a run stopped mid-epoch (train.max_steps) and started
 #    again resumes where it stopped: its loss after the resume is bit-identical to the
 #    uninterrupted run's;
+#  - collective MPI-IO reads (data.driver=mpio) give the bit-identical run;
 #  - a field dataset refuses pipeline stages with one line naming the file.
 set -euo pipefail
 cohort=$1 work=$2
@@ -24,6 +25,7 @@ train() {  # ranks batch run_dir [--set ...]; 0 ranks: one process without mpiru
     --set train.run_dir="$3" "${@:4}"
 }
 train 2 16 two >two.log 2>&1 || fail "2 ranks: $(cat two.log)"
+train 2 16 mpio --set data.driver=mpio >mpio.log 2>&1 || fail "MPI-IO: $(cat mpio.log)"
 train 0 32 one >one.log 2>&1 || fail "1 process: $(cat one.log)"
 train 2 16 a --set data.bucket=4 >a.log 2>&1 || fail "bucketed run A: $(cat a.log)"
 train 2 16 b --set data.bucket=4 --set train.max_steps=17 >b1.log 2>&1 || fail "B: $(cat b1.log)"
@@ -36,7 +38,9 @@ import json
 def curve(d):
     return [(r["step"], r["loss"]) for r in map(json.loads, open(f"{d}/metrics.jsonl"))
             if r["event"] == "step"]
-two, one, a, b = (curve(d) for d in ("two", "one", "a", "b"))
+two, one, a, b, mpio = (curve(d) for d in ("two", "one", "a", "b", "mpio"))
+assert mpio == two, "collective MPI-IO reads train otherwise than POSIX reads"
+print(f"MPI-IO (collective) and POSIX reads: bit-identical over {len(two)} steps")
 assert len(two) == len(one) == 48, (len(two), len(one))
 rel = [abs(x[1] - y[1]) / abs(y[1]) for x, y in zip(two, one)]
 print(f"2 x 16 vs 1 x 32: relative loss difference <= {max(rel[:10]):.1e} over the first 10 "
