@@ -151,7 +151,9 @@ int bench_io(const std::vector<std::string>& args) {
   data::IoBenchOptions o;
   po::options_description desc("cohort bench io options");
   desc.add_options()("help,h", "show this help")("json", "print JSON")(
-      "dataset", po::value(&o.dataset), "dataset to read (default: a synthetic image set)")(
+      "dataset", po::value(&o.dataset), "dataset to read (default: a synthetic set of --kind)")(
+      "kind", po::value(&o.kind)->default_value(o.kind),
+      "synthetic set: images | fields (ragged tokens, an image and features per sample)")(
       "workdir", po::value(&o.workdir)->default_value(o.workdir), "where the synthetic set goes")(
       "samples", po::value(&o.synthetic_samples)->default_value(o.synthetic_samples),
       "synthetic set size")("channels", po::value(&o.channels)->default_value(o.channels),

@@ -17,6 +17,7 @@
 #include "cohort/comm/allocator.hpp"
 #include "cohort/data/loader.hpp"
 #include "cohort/data/tools.hpp"
+#include "cohort/data/writer.hpp"
 #include "cohort/error.hpp"
 #include "cohort/io/checksum.hpp"
 #include "cohort/io/files.hpp"
@@ -98,8 +99,9 @@ struct Model {
   at::Tensor w1, w2;
   int repeats = 1;
   double step_seconds = 0;
+  at::Tensor fixed;  // field datasets: the model's input (their padded shape varies by batch)
   void step(const at::Tensor& inputs) const {
-    const at::Tensor x = inputs.reshape({inputs.size(0), -1});
+    const at::Tensor x = fixed.defined() ? fixed : inputs.reshape({inputs.size(0), -1});
     for (int r = 0; r < repeats; ++r) {
       const at::Tensor h = at::relu(at::mm(x, w1));
       (void)at::mm(h, w2).sum().item<float>();
@@ -124,6 +126,42 @@ WaitRow wait_share(const std::string& path, const IoBenchOptions& o, int prefetc
   row.step_ms = row.wait_ms + 1e3 * compute / steps;
   row.wait_share = row.wait_ms / row.step_ms;
   return row;
+}
+
+// The synthetic field dataset (--kind fields): ragged tokens, an image and features per sample.
+void make_field_synthetic(const std::string& path, std::int64_t samples) {
+  std::uint64_t state = 12345;
+  const auto next = [&state] {  // xorshift64*: fast, seeded, portable
+    state ^= state >> 12;
+    state ^= state << 25;
+    state ^= state >> 27;
+    return state * 0x2545f4914f6cdd1dull;
+  };
+  std::vector<std::int64_t> lengths(static_cast<std::size_t>(samples));
+  std::int64_t values = 0;
+  for (auto& length : lengths) values += length = 16 + static_cast<std::int64_t>(next() % 497);
+  WriterSpec spec;
+  spec.num_samples = samples;
+  spec.classes = 10;
+  spec.source = "cohort bench io --kind fields";
+  FieldSpec tokens{"tokens", false, true, {}, DType::kInt32, values, 32000, {}, {}};
+  FieldSpec image{"image", false, false, {3, 32, 32}, DType::kUInt8, 0, 0, {}, {}};
+  FieldSpec features{"features", false, false, {16}, DType::kFloat32, 0, 0, {0.0}, {1.0}};
+  FieldSpec label{"label", true, false, {}, DType::kInt64, 0, 0, {}, {}};
+  FieldWriter writer(path, spec, {tokens, image, features, label});
+  std::vector<std::int32_t> ids(static_cast<std::size_t>(values));
+  for (auto& id : ids) id = static_cast<std::int32_t>(next() % 32000);
+  writer.append(0, lengths, ids.data());
+  std::vector<std::uint8_t> pixels(static_cast<std::size_t>(samples) * 3 * 32 * 32);
+  for (auto& p : pixels) p = static_cast<std::uint8_t>(next());
+  writer.write_rows(1, 0, samples, pixels.data());
+  std::vector<float> x(static_cast<std::size_t>(samples) * 16);
+  for (auto& v : x) v = static_cast<float>(next() % 2001) / 1000.0f - 1.0f;
+  writer.write_rows(2, 0, samples, x.data());
+  std::vector<std::int64_t> y(static_cast<std::size_t>(samples));
+  for (auto& v : y) v = static_cast<std::int64_t>(next() % 10);
+  writer.write_rows(3, 0, samples, y.data());
+  writer.commit();
 }
 
 // The synthetic dataset of a run without --dataset, removed when the benchmark ends (or fails).
@@ -180,7 +218,8 @@ std::vector<IoBenchRow> throughput(const std::string& path, const IoBenchOptions
 // A model step costing compute_factor x a synchronous batch (read + convert), from medians of
 // warm repetitions.
 Model calibrate_model(const std::string& path, const IoBenchOptions& o, std::int64_t features) {
-  Model model{at::randn({features, 256}), at::randn({256, 256}), 1};
+  Model model{at::randn({features, 256}), at::randn({256, 256}), 1, 0, {}};
+  if (describe(path).kind == DatasetKind::kFields) model.fixed = at::randn({o.batch, features});
   DataLoader probe(loader_options(path, o.batch, true, 0));
   std::vector<double> reads, steps;
   const at::Tensor sample_input = at::randn({o.batch, features});
@@ -207,18 +246,25 @@ IoBenchResult bench_io(const IoBenchOptions& o) {
   if (o.dataset.empty()) {
     temporary.path = result.dataset =
         o.workdir + "/cohort-bench-io-" + std::to_string(::getpid()) + ".h5";
-    SyntheticOptions s;
-    s.kind = "images";
-    s.samples = o.synthetic_samples;
-    s.channels = o.channels;
-    s.image_size = o.image_size;
-    make_synthetic(temporary.path, s);
+    COHORT_CHECK(o.kind == "images" || o.kind == "fields", UsageError, "bench io: --kind '", o.kind,
+                 "' is not images or fields");
+    if (o.kind == "fields") {
+      make_field_synthetic(temporary.path, o.synthetic_samples);
+    } else {
+      SyntheticOptions s;
+      s.kind = "images";
+      s.samples = o.synthetic_samples;
+      s.channels = o.channels;
+      s.image_size = o.image_size;
+      make_synthetic(temporary.path, s);
+    }
   }
   for (const auto& f : shard_paths(result.dataset)) result.file_bytes += io::file_bytes(f);
   const DatasetInfo info = describe(result.dataset);
   result.samples = info.num_samples;
   result.rows = throughput(result.dataset, o, result.samples);
-  const Model model = calibrate_model(result.dataset, o, info.sample_numel());
+  const Model model = calibrate_model(
+      result.dataset, o, info.kind == DatasetKind::kFields ? 1024 : info.sample_numel());
   result.compute_ms = 1e3 * model.step_seconds;
   result.waits.push_back(wait_share(result.dataset, o, 0, model));
   result.waits.push_back(wait_share(result.dataset, o, o.prefetch, model));

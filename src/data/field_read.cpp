@@ -68,24 +68,37 @@ void to_float(const unsigned char* in, const FieldInfo& field, bool normalize, s
   }
 }
 
-// Integer values widened to int64, each checked against the field's vocabulary (or `classes`).
-void to_int64(const unsigned char* in, const FieldInfo& field, std::int64_t limit,
-              std::int64_t count, std::int64_t* out, const std::string& where) {
+// Integer values widened to int64; returns false when one lies outside 0..limit-1 (limit > 0).
+template <typename In>
+bool widen(const unsigned char* in, std::int64_t limit, std::int64_t count, std::int64_t* out) {
+  const auto* values = reinterpret_cast<const In*>(in);
+  std::int64_t low = 0, high = 0;
   for (std::int64_t e = 0; e < count; ++e) {
-    switch (field.dtype) {
-      case DType::kUInt16:
-        out[e] = reinterpret_cast<const std::uint16_t*>(in)[e];
-        break;
-      case DType::kInt32:
-        out[e] = reinterpret_cast<const std::int32_t*>(in)[e];
-        break;
-      default:
-        std::memcpy(&out[e], in + e * 8, 8);
-    }
-    COHORT_CHECK(limit <= 0 || (out[e] >= 0 && out[e] < limit), IoError, where, ": value ", out[e],
-                 " is outside 0..", limit - 1,
-                 field.target ? " (attribute 'classes')" : " (its vocab_size)");
+    out[e] = static_cast<std::int64_t>(values[e]);
+    low = std::min(low, out[e]);
+    high = std::max(high, out[e]);
   }
+  return limit <= 0 || (low >= 0 && high < limit);
+}
+
+void to_int64(const unsigned char* in, const FieldInfo& field, std::int64_t limit,
+              std::int64_t count, std::int64_t* out, const std::string& shard) {
+  bool fits = true;
+  switch (field.dtype) {
+    case DType::kUInt16:
+      fits = widen<std::uint16_t>(in, limit, count, out);
+      break;
+    case DType::kInt32:
+      fits = widen<std::int32_t>(in, limit, count, out);
+      break;
+    default:
+      fits = widen<std::int64_t>(in, limit, count, out);
+  }
+  if (fits) return;
+  const std::int64_t bad =
+      *std::find_if(out, out + count, [limit](std::int64_t v) { return v < 0 || v >= limit; });
+  COHORT_THROW(IoError, shard, ": field '", field.location, "': value ", bad, " is outside 0..",
+               limit - 1, field.vocab_size > 0 ? " (its vocab_size)" : " (attribute 'classes')");
 }
 
 // The runs to read for one field of one shard, and where each row lands in the staging bytes.
@@ -120,8 +133,18 @@ struct Output {
   at::Tensor mask;    // ragged: [B, L] bool
 };
 
-Output allocate(const FieldInfo& field, const ReaderOptions& options, std::int64_t batch,
-                std::int64_t longest, std::int64_t unit_bytes, const std::string& where) {
+// A tensor of `shape` and `type` in pooled (warm) memory, uninitialized.
+at::Tensor pooled(BufferPool& pool, const std::vector<std::int64_t>& shape, at::ScalarType type,
+                  std::int64_t bytes) {
+  return pool.bytes(static_cast<std::size_t>(std::max<std::int64_t>(bytes, 8)))
+      .narrow(0, 0, bytes)
+      .view(type)
+      .view(shape);
+}
+
+Output allocate(const FieldInfo& field, const ReaderOptions& options, BufferPool& pool,
+                std::int64_t batch, std::int64_t longest, std::int64_t unit_bytes,
+                const std::string& where) {
   std::vector<std::int64_t> shape{batch};
   if (field.ragged) shape.push_back(longest);
   if (options.raw) {
@@ -136,46 +159,89 @@ Output allocate(const FieldInfo& field, const ReaderOptions& options, std::int64
                ": a batch padded to its longest sample (", longest,
                " values) would take more than 4 GiB; cut samples with data.max_length");
   const auto type = options.raw ? at::kByte : field.integer() ? at::kLong : at::kFloat;
-  const auto tensor_options = at::TensorOptions().dtype(type);
   Output out;
-  // Ragged batches are padded with zeros; fixed ones are overwritten in full.
-  out.values = field.ragged ? at::zeros(shape, tensor_options) : at::empty(shape, tensor_options);
-  if (field.ragged) out.mask = at::zeros({batch, longest}, at::TensorOptions().dtype(at::kBool));
+  // Every byte is written by fill(): values or padding (zeros), mask true or false.
+  out.values = pooled(pool, shape, type, *bytes);
+  if (field.ragged) out.mask = pooled(pool, {batch, longest}, at::kBool, batch * longest);
   return out;
 }
 
-// One field's values for the whole batch, from what each shard read (staged).
+// As stored: a fixed field [B, unit bytes]; a ragged one packed, [values, value bytes], with
+// its lengths (int64 [B]) in `mask`'s place.
+Output allocate_packed(const FieldInfo& field, BufferPool& pool, std::int64_t batch,
+                       std::int64_t values, std::int64_t unit_bytes,
+                       const std::vector<std::int64_t>& lengths, const std::string& where) {
+  if (!field.ragged) {
+    ReaderOptions stored;
+    stored.raw = true;
+    return allocate(field, stored, pool, batch, 1, unit_bytes, where);
+  }
+  Output out;
+  out.values = pooled(pool, {values, unit_bytes}, at::kByte, values * unit_bytes);
+  out.mask = pooled(pool, {batch}, at::kLong, batch * 8);
+  std::copy(lengths.begin(), lengths.end(), out.mask.data_ptr<std::int64_t>());
+  return out;
+}
+
+// As stored, out of order: each sample's values copied into place, packed in batch order.
+Output gather_packed(const FieldInfo& field, BufferPool& pool,
+                     const std::vector<std::pair<std::size_t, std::int64_t>>& where,
+                     const std::vector<std::size_t>& slot, const std::vector<Staged>& staged,
+                     std::int64_t unit_bytes, const std::string& what) {
+  std::vector<std::int64_t> lengths;
+  std::int64_t values = 0;
+  for (std::size_t i = 0; i < where.size(); ++i) {
+    lengths.push_back(staged[where[i].first].length[slot[i]]);
+    values += lengths.back();
+  }
+  Output out = allocate_packed(field, pool, static_cast<std::int64_t>(where.size()), values,
+                               unit_bytes, lengths, what);
+  auto* dst = static_cast<unsigned char*>(out.values.data_ptr());
+  for (std::size_t i = 0; i < where.size(); ++i) {
+    const Staged& from = staged[where[i].first];
+    const auto bytes = static_cast<std::size_t>(lengths[i] * unit_bytes);
+    std::memcpy(
+        dst,
+        static_cast<const unsigned char*>(from.bytes.data_ptr()) + from.start[slot[i]] * unit_bytes,
+        bytes);
+    dst += bytes;
+  }
+  return out;
+}
+
+// One field's values for the whole batch, from what each shard read (staged); slot[i]: where
+// sample i is among its shard's sorted rows.
 void fill(const DatasetInfo& info, const FieldInfo& field, const ReaderOptions& options,
-          const std::vector<std::vector<std::int64_t>>& rows,
           const std::vector<std::pair<std::size_t, std::int64_t>>& where,
-          const std::vector<Staged>& staged, std::int64_t unit, Output& out) {
+          const std::vector<std::size_t>& slot, const std::vector<Staged>& staged,
+          std::int64_t unit, Output& out) {
   const std::int64_t unit_bytes = unit * static_cast<std::int64_t>(dtype_size(field.dtype));
   const std::int64_t longest = field.ragged ? out.mask.size(1) : 1;
-  const std::int64_t stride = longest * (options.raw ? unit_bytes : unit);  // per sample
+  const std::int64_t out_unit = options.raw ? unit_bytes : unit * (field.integer() ? 8 : 4);
   const std::int64_t limit = field.vocab_size > 0 ? field.vocab_size
                              : field.target       ? info.classes
                                                   : 0;
   auto* base = static_cast<unsigned char*>(out.values.data_ptr());
   for (std::size_t i = 0; i < where.size(); ++i) {
-    const auto [shard, row] = where[i];
-    const auto& shard_rows = rows[shard];
-    const auto k = static_cast<std::size_t>(
-        std::lower_bound(shard_rows.begin(), shard_rows.end(), row) - shard_rows.begin());
-    const std::int64_t length = staged[shard].length[k];
+    const std::size_t shard = where[i].first;
+    const std::int64_t length = staged[shard].length[slot[i]];
     const auto* src = static_cast<const unsigned char*>(staged[shard].bytes.data_ptr()) +
-                      staged[shard].start[k] * unit_bytes;
-    const auto at = static_cast<std::int64_t>(i) * stride;
+                      staged[shard].start[slot[i]] * unit_bytes;
+    unsigned char* dst = base + static_cast<std::int64_t>(i) * longest * out_unit;
     if (options.raw) {
-      std::memcpy(base + at, src, static_cast<std::size_t>(length * unit_bytes));
+      std::memcpy(dst, src, static_cast<std::size_t>(length * unit_bytes));
     } else if (field.integer()) {
-      to_int64(src, field, limit, length * unit, reinterpret_cast<std::int64_t*>(base) + at,
-               info.shards[shard].path + ": field '" + field.location + "'");
+      to_int64(src, field, limit, length * unit, reinterpret_cast<std::int64_t*>(dst),
+               info.shards[shard].path);
     } else {
-      to_float(src, field, options.normalize, unit, length, reinterpret_cast<float*>(base) + at);
+      to_float(src, field, options.normalize, unit, length, reinterpret_cast<float*>(dst));
     }
-    if (field.ragged && length > 0) {
+    if (field.ragged) {
+      std::memset(dst + length * out_unit, 0,
+                  static_cast<std::size_t>((longest - length) * out_unit));
       auto* mask = out.mask.data_ptr<bool>() + static_cast<std::int64_t>(i) * longest;
       std::fill(mask, mask + length, true);
+      std::fill(mask + length, mask + longest, false);
     }
   }
 }
@@ -188,36 +254,62 @@ Batch read_field_batch(const DatasetInfo& info, const ReaderOptions& options, Bu
                        const FieldRunReader& read, ReadStats& stats) {
   Batch batch;
   const auto samples = static_cast<std::int64_t>(where.size());
+  std::vector<std::size_t> slot(where.size());
+  for (std::size_t i = 0; i < where.size(); ++i) {
+    const auto& r = rows[where[i].first];
+    slot[i] =
+        static_cast<std::size_t>(std::lower_bound(r.begin(), r.end(), where[i].second) - r.begin());
+  }
+  // The batch is its shard's rows in order (a contiguous or evaluation batch): a fixed field read
+  // as stored then needs no staging, its rows go straight into the batch's tensor.
+  const bool in_order =
+      !where.empty() && rows[where.front().first].size() == where.size() &&
+      std::all_of(slot.begin(), slot.end(),
+                  [&, i = std::size_t{0}](std::size_t k) mutable { return k == i++; });
   for (std::size_t f = 0; f < info.fields.size(); ++f) {
     const FieldInfo& field = info.fields[f];
     const std::int64_t unit = numel(field.shape);
     const auto unit_bytes = static_cast<std::size_t>(unit) * dtype_size(field.dtype);
+    const std::string where_field = info.path + ": field '" + field.location + "'";
+    // As stored, a ragged field comes packed (values back to back, and their lengths), so an
+    // in-order batch reads straight into its tensor too.
+    const bool direct = in_order && options.raw;
     std::vector<Staged> staged(info.shards.size());
+    Output out;
     for (std::size_t s = 0; s < info.shards.size(); ++s) {
       const auto runs =
           plan_runs(field, info.shards[s].offsets[f].get(), rows[s], options.max_length, staged[s]);
       const std::int64_t values =
           staged[s].start.empty() ? 0 : staged[s].start.back() + staged[s].length.back();
-      staged[s].bytes =
-          pool.bytes(std::max<std::size_t>(1, static_cast<std::size_t>(values) * unit_bytes));
-      read(f, s, runs, staged[s].bytes.data_ptr());
+      if (direct && s == where.front().first) {
+        out = allocate_packed(field, pool, samples, values, static_cast<std::int64_t>(unit_bytes),
+                              staged[s].length, where_field);
+      } else {
+        staged[s].bytes =
+            pool.bytes(std::max<std::size_t>(1, static_cast<std::size_t>(values) * unit_bytes));
+      }
+      read(f, s, runs,
+           (direct && s == where.front().first ? out.values : staged[s].bytes).data_ptr());
       stats.runs += static_cast<std::int64_t>(runs.size());
       stats.bytes += values * static_cast<std::int64_t>(unit_bytes);
     }
-    std::int64_t longest = 1;  // at least one position, so a batch of empty samples has a shape
-    for (const auto& [shard, row] : where) {
-      const auto& r = rows[shard];
-      const auto k =
-          static_cast<std::size_t>(std::lower_bound(r.begin(), r.end(), row) - r.begin());
-      longest = std::max(longest, staged[shard].length[k]);
+    if (!direct && options.raw && field.ragged) {
+      out = gather_packed(field, pool, where, slot, staged, static_cast<std::int64_t>(unit_bytes),
+                          where_field);
+    } else if (!direct) {
+      std::int64_t longest = 1;  // at least one position, so a batch of empty samples has a shape
+      for (std::size_t i = 0; i < where.size(); ++i) {
+        longest = std::max(longest, staged[where[i].first].length[slot[i]]);
+      }
+      out = allocate(field, options, pool, samples, field.ragged ? longest : 1,
+                     static_cast<std::int64_t>(unit_bytes), where_field);
+      fill(info, field, options, where, slot, staged, unit, out);
     }
-    Output out = allocate(field, options, samples, field.ragged ? longest : 1,
-                          static_cast<std::int64_t>(unit_bytes),
-                          info.path + ": field '" + field.location + "'");
-    fill(info, field, options, rows, where, staged, unit, out);
     auto& list = field.target ? batch.target_fields : batch.fields;
     list.push_back(NamedTensor{field.name, out.values});
-    if (field.ragged) list.push_back(NamedTensor{field.name + "_mask", out.mask});
+    if (field.ragged) {
+      list.push_back(NamedTensor{field.name + (options.raw ? "_lengths" : "_mask"), out.mask});
+    }
   }
   batch.inputs = batch.fields.front().tensor;
   batch.targets = batch.target_fields.front().tensor;

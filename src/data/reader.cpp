@@ -126,6 +126,10 @@ BatchReader::BatchReader(const std::string& path, ReaderOptions options)
 BatchReader::~BatchReader() = default;
 
 void BatchReader::Impl::open_fields(Shard& shard) {
+  // Per batch in flight: a staging buffer and an output per field, and masks: room for the
+  // prefetched batches, the one being used and the one being read.
+  if (shards.empty())
+    pool = BufferPool(std::max<std::size_t>(12, 6 * (2 * info.fields.size() + 1)));
   bool any_rows = false;
   for (const auto& field : info.fields) {
     const std::string name = field.ragged ? field.location + "/values" : field.location;

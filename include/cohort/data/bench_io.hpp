@@ -11,7 +11,10 @@
 namespace cohort::data {
 
 struct IoBenchOptions {
-  std::string dataset;  // empty: a synthetic image set is made in workdir and removed
+  std::string dataset;  // empty: a synthetic set of `kind` is made in workdir and removed
+  // images: [3, 64, 64] uint8 samples; fields: a field dataset of ragged int32 tokens (16..512
+  // per sample, mean ~264: ~1 KiB), a [3, 32, 32] uint8 image and 16 float32 features per sample.
+  std::string kind = "images";
   std::string workdir = "/tmp";
   std::int64_t synthetic_samples = 20000;  // 3x64x64 uint8 images (12 KiB): ~235 MiB
   std::int64_t channels = 3;

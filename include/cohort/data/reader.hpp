@@ -71,7 +71,9 @@ struct NamedTensor {
 struct Batch {
   at::Tensor inputs;   // field datasets: the first input field
   at::Tensor targets;  // field datasets: the first target
-  // Field datasets: the inputs and the targets by name (raw: bytes, [B, (L,) value bytes]).
+  // Field datasets: the inputs and the targets by name. Raw (as stored): bytes, [B, sample
+  // bytes] for a fixed field; a ragged one packed, [values, value bytes] in batch order, followed
+  // by "<name>_lengths" (int64 [B]) instead of a mask.
   std::vector<NamedTensor> fields;
   std::vector<NamedTensor> target_fields;
   std::int64_t epoch = 0;

@@ -72,19 +72,10 @@ void copy_fields(BatchReader& reader, std::vector<std::int64_t> indices, const s
                           static_cast<std::int64_t>(part.size()), values.data_ptr());
         continue;
       }
-      const at::Tensor mask = list[at++].tensor.contiguous();
-      // [B, L, value bytes] -> the real values (mask: a prefix of each row) back to back.
-      const std::int64_t longest = values.size(1), value_bytes = values.size(2);
-      std::vector<std::int64_t> lengths;
-      std::vector<unsigned char> packed;
-      const auto* bytes = values.data_ptr<std::uint8_t>();
-      for (std::int64_t i = 0; i < values.size(0); ++i) {
-        const bool* row = mask.data_ptr<bool>() + i * longest;
-        lengths.push_back(std::count(row, row + longest, true));
-        const auto* begin = bytes + i * longest * value_bytes;
-        packed.insert(packed.end(), begin, begin + lengths.back() * value_bytes);
-      }
-      writer.append(f, lengths, packed.data());
+      // As stored, a ragged field comes packed: its values back to back, then their lengths.
+      const at::Tensor lengths = list[at++].tensor;
+      const auto* length = lengths.data_ptr<std::int64_t>();
+      writer.append(f, {length, length + lengths.numel()}, values.data_ptr());
     }
   }
   writer.commit();
