@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
-#include <deque>
 #include <exception>
+#include <map>
 #include <mutex>
 #include <thread>
 #include <variant>
@@ -32,7 +32,9 @@ using Item = std::variant<Batch, EndOfEpoch, std::exception_ptr>;
 
 struct DataLoader::Impl {
   LoaderOptions options;
-  std::unique_ptr<BatchReader> reader;  // used by one thread at a time: the producer, or next()
+  // readers[w]: worker w's own (HDF5 handles are not shared between threads); readers[0] also
+  // serves next() when prefetch is 0.
+  std::vector<std::unique_ptr<BatchReader>> readers;
   std::unique_ptr<DistributedSampler> sampler;
   std::int64_t batches = 0;
   LoaderState position;  // what next() yields next
@@ -41,12 +43,13 @@ struct DataLoader::Impl {
   // Producer side, guarded by mutex.
   std::mutex mutex;
   std::condition_variable changed;
-  std::deque<Item> queue;
+  std::map<std::int64_t, Item> ready;  // items read ahead, by their index since start()
+  LoaderState started;                 // where the items' sequence begins
   bool stop = false;
   bool collective = false;         // MPI-IO: reads must match across ranks
   std::int64_t consumed = 0;       // items taken since the producer started
   std::int64_t drain_target = -1;  // collective halt: read up to this many items, then stop
-  std::thread producer;
+  std::vector<std::thread> producers;
 
   // The indices of one batch (batch b of epoch e), computed from a cached epoch order.
   struct Order {
@@ -88,10 +91,22 @@ struct DataLoader::Impl {
     }
   }
 
-  Item produce(Order& order, LoaderState at) {
+  // Item n of the sequence from `from`: each epoch is its batches, then its end.
+  LoaderState position_of(LoaderState from, std::int64_t n) const {
+    const std::int64_t first = batches - from.batch + 1;
+    if (n < first) return {from.epoch, from.batch + n};
+    n -= first;
+    return {from.epoch + 1 + n / (batches + 1), n % (batches + 1)};
+  }
+
+  std::int64_t window() const {
+    return std::max<std::int64_t>(options.prefetch, static_cast<std::int64_t>(readers.size()));
+  }
+
+  Item produce(BatchReader& reader, Order& order, LoaderState at) {
     if (at.batch >= batches) return EndOfEpoch{at.epoch};
     auto indices = batch_indices(order, at);
-    Batch batch = reader->read(indices, at.epoch);
+    Batch batch = reader.read(indices, at.epoch);
     batch.indices = std::move(indices);
     if (options.read_delay_ms > 0) {
       std::this_thread::sleep_for(std::chrono::milliseconds(options.read_delay_ms));
@@ -100,35 +115,32 @@ struct DataLoader::Impl {
     return batch;
   }
 
-  // The producer waits for room before it reads, so that it never reads more than `prefetch`
-  // items past what was consumed. With collective MPI-IO every rank must make the same reads:
-  // halt() then sets drain_target to consumed + prefetch, the same number on every rank (they
-  // consume in lockstep), and each producer reads up to it before it stops, instead of stopping
-  // wherever it happens to be (which left a peer blocked in a collective read for ever).
-  void run(LoaderState at) {
+  // Worker w of K reads items w, w + K, w + 2K, ... of the sequence; each waits for room
+  // before it reads, so that nothing is read more than window() items past what was consumed,
+  // and next() takes the items in sequence order. With collective MPI-IO (one worker) every rank
+  // must make the same reads: halt() then sets drain_target to consumed + prefetch, the same
+  // number on every rank (they consume in lockstep), and the producer reads up to it before it
+  // stops, instead of stopping wherever it happens to be (which left a peer blocked in a
+  // collective read for ever).
+  void run(std::size_t worker) {
     Order order;
-    std::int64_t produced = 0;
-    for (;;) {
+    const auto workers = static_cast<std::int64_t>(readers.size());
+    for (std::int64_t n = static_cast<std::int64_t>(worker);; n += workers) {
       {
         std::unique_lock<std::mutex> lock(mutex);
-        changed.wait(lock, [&] {
-          return stop || queue.size() < static_cast<std::size_t>(options.prefetch);
-        });
-        if (stop && (drain_target < 0 || produced >= drain_target)) return;
+        changed.wait(lock, [&] { return stop || n < consumed + window(); });
+        if (stop && (drain_target < 0 || n >= drain_target)) return;
       }
       Item item;
       try {
-        item = produce(order, at);
+        item = produce(*readers[worker], order, position_of(started, n));
       } catch (...) {
         item = std::current_exception();  // handed to next(), which rethrows it
       }
-      ++produced;
       const bool failed = std::holds_alternative<std::exception_ptr>(item);
-      at = std::holds_alternative<EndOfEpoch>(item) ? LoaderState{at.epoch + 1, 0}
-                                                    : LoaderState{at.epoch, at.batch + 1};
       std::lock_guard<std::mutex> lock(mutex);
       if (!stop) {
-        queue.push_back(std::move(item));
+        ready.emplace(n, std::move(item));
         changed.notify_all();
       }
       if (failed) return;
@@ -136,11 +148,13 @@ struct DataLoader::Impl {
   }
 
   void start() {
-    if (options.prefetch > 0 && !producer.joinable()) {
+    if (options.prefetch > 0 && producers.empty()) {
       stop = false;
       drain_target = -1;
       consumed = 0;
-      producer = std::thread([this, at = position] { run(at); });
+      started = position;
+      for (std::size_t w = 0; w < readers.size(); ++w)
+        producers.emplace_back([this, w] { run(w); });
     }
   }
 
@@ -149,22 +163,24 @@ struct DataLoader::Impl {
       std::lock_guard<std::mutex> lock(mutex);
       stop = true;
       drain_target = collective ? consumed + options.prefetch : -1;
-      queue.clear();
+      ready.clear();
     }
     changed.notify_all();
-    if (producer.joinable()) producer.join();
+    for (auto& producer : producers) producer.join();
+    producers.clear();
   }
 
   Item take() {
     if (options.prefetch == 0) {
       Order order;
-      return produce(order, position);
+      return produce(*readers.front(), order, position);
     }
     start();
     std::unique_lock<std::mutex> lock(mutex);
-    changed.wait(lock, [&] { return !queue.empty(); });
-    Item item = std::move(queue.front());
-    queue.pop_front();
+    changed.wait(lock, [&] { return ready.count(consumed) != 0; });
+    const auto it = ready.find(consumed);
+    Item item = std::move(it->second);
+    ready.erase(it);
     ++consumed;
     changed.notify_all();
     return item;
@@ -176,12 +192,18 @@ DataLoader::DataLoader(LoaderOptions options) : impl_(std::make_unique<Impl>()) 
   COHORT_CHECK(options.prefetch >= 0, ConfigError, "data: prefetch depth must be >= 0");
   im.options = options;
   im.collective = options.reader.driver == IoDriver::kMpiIo;
-  im.reader = std::make_unique<BatchReader>(options.path, options.reader);
+  COHORT_CHECK(options.workers >= 1 && (options.workers == 1 || !im.collective), ConfigError,
+               "data.workers = ", options.workers,
+               ": must be >= 1, and 1 with the MPI-IO driver (its reads are collective)");
+  const int readers = options.prefetch > 0 ? options.workers : 1;
+  for (int w = 0; w < readers; ++w) {
+    im.readers.push_back(std::make_unique<BatchReader>(options.path, options.reader));
+  }
   im.sampler = std::make_unique<DistributedSampler>(
-      SamplerOptions{im.reader->info().num_samples, options.rank, options.world, options.seed,
-                     options.shuffle, options.drop_last});
+      SamplerOptions{im.readers.front()->info().num_samples, options.rank, options.world,
+                     options.seed, options.shuffle, options.drop_last});
   if (options.bucket > 0) {
-    const auto& info = im.reader->info();
+    const auto& info = im.readers.front()->info();
     std::size_t field = 0;
     while (field < info.fields.size() &&
            (info.fields[field].target || !info.fields[field].ragged)) {
@@ -191,19 +213,33 @@ DataLoader::DataLoader(LoaderOptions options) : impl_(std::make_unique<Impl>()) 
                  options.path, " has no ragged input field to bucket by length");
     im.lengths = sample_lengths(info, field);
   }
-  im.batches = plan_batches(options.path, im.reader->info().num_samples, options.batch_size,
-                            options.world, options.drop_last, options.drop_last_batch)
-                   .batches_per_epoch;
+  im.batches =
+      plan_batches(options.path, im.readers.front()->info().num_samples, options.batch_size,
+                   options.world, options.drop_last, options.drop_last_batch)
+          .batches_per_epoch;
 }
 
 DataLoader::~DataLoader() { impl_->halt(); }
 
-const DatasetInfo& DataLoader::info() const { return impl_->reader->info(); }
+const DatasetInfo& DataLoader::info() const { return impl_->readers.front()->info(); }
 std::int64_t DataLoader::batches_per_epoch() const { return impl_->batches; }
 std::int64_t DataLoader::samples_per_rank() const { return impl_->sampler->num_samples(); }
 LoaderState DataLoader::state() const { return impl_->position; }
 const WaitStats& DataLoader::wait() const { return impl_->wait; }
-ReadStats DataLoader::read_stats() const { return impl_->reader->stats(); }
+ReadStats DataLoader::read_stats() const {
+  ReadStats total;
+  for (const auto& reader : impl_->readers) {
+    const ReadStats& s = reader->stats();
+    total.batches += s.batches;
+    total.samples += s.samples;
+    total.runs += s.runs;
+    total.pread_runs += s.pread_runs;
+    total.bytes += s.bytes;
+    total.read_seconds += s.read_seconds;
+    total.convert_seconds += s.convert_seconds;
+  }
+  return total;
+}
 
 std::optional<Batch> DataLoader::next() {
   auto& im = *impl_;

@@ -105,6 +105,7 @@ void Trainer::Impl::make_loader() {
   o.seed = static_cast<std::uint64_t>(config.train.seed);
   o.shuffle = config.data.shuffle;
   o.prefetch = static_cast<int>(config.data.prefetch);
+  o.workers = static_cast<int>(config.data.workers);
   o.read_delay_ms = static_cast<int>(config.debug.data_delay_ms);
   o.reader.driver =
       config.data.driver == IoDriver::kMpio ? data::IoDriver::kMpiIo : data::IoDriver::kPosix;

@@ -146,7 +146,12 @@ tail = [b for b in bucketed if (b["epoch"], b["index"]) >= (1, 3)]
 expect([(b["epoch"], b["index"], b["indices"]) for b in resumed] ==
        [(b["epoch"], b["index"], b["indices"]) for b in tail], "bucketed resume is exact")
 expect(resumed[0]["fields"] == tail[0]["fields"], "bucketed resume: same values")
-print("B: bucketing keeps samples, pads less, resumes exactly")
+# data.workers: three threads read and convert batches, yielded in order: the same batches.
+threaded = probe_read(shards, 0, 1, 3, B, 2, 2, "bucket=4", "workers=3")
+expect(threaded == bucketed, "workers=3 yields what one reader thread does")
+expect(probe_read(shards, 0, 1, 3, B, 2, 1, "bucket=4", "workers=3", "from=1,3") == resumed,
+       "workers=3 resumes exactly")
+print("B: bucketing keeps samples, pads less, resumes exactly; 3 workers yield the same batches")
 
 # ---- C: split and inspect -------------------------------------------------------------------
 train, val = os.path.join(work, "train.h5"), os.path.join(work, "val.h5")

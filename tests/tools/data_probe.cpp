@@ -3,6 +3,7 @@
 //   data_probe sampler < lines "SIZE WORLD SEED EPOCH SHUFFLE(0|1) DROP_LAST(0|1)"
 //       -> one line per case: {"num_samples": n, "ranks": [[...], ...]}
 //   data_probe read PATH RANK WORLD SEED BATCH EPOCHS PREFETCH [raw] [bucket=K] [max_length=N]
+//       [workers=K]
 //       [from=EPOCH,BATCH]
 //       -> {"batches": [{"epoch", "index", "indices", "inputs", "targets",
 //                        "fields": {name: {"shape", "values"}}}, ...]}
@@ -63,6 +64,7 @@ int read(int argc, char** argv) {
     const std::string arg = argv[a];
     if (arg == "raw") o.reader.raw = true;
     if (arg.rfind("bucket=", 0) == 0) o.bucket = std::atoll(arg.c_str() + 7);
+    if (arg.rfind("workers=", 0) == 0) o.workers = std::atoi(arg.c_str() + 8);
     if (arg.rfind("max_length=", 0) == 0) o.reader.max_length = std::atoll(arg.c_str() + 11);
     if (arg.rfind("from=", 0) == 0) {
       from.epoch = std::atoll(arg.c_str() + 5);

@@ -9,8 +9,10 @@
 //    run yields the batches the uninterrupted run would have yielded next). Prefetched batches
 //    that do not match are dropped.
 //  - With prefetch > 0 a thread owns the reader and reads ahead up to `prefetch` batches, across
-//    epoch ends; an error in it reaches the caller from next(). With prefetch = 0 next() reads on
-//    the calling thread. The destructor stops and joins the thread; it never throws.
+//    epoch ends; an error in it reaches the caller from next(). With workers = K > 1, K threads
+//    (each with its own reader) read batches b, b + K, ... and next() still yields them in order,
+//    up to max(prefetch, K) ahead: the same batches as one thread. With prefetch = 0 next() reads
+//    on the calling thread. The destructor stops and joins the thread; it never throws.
 //  - wait statistics: how long next() blocked for each batch (the data-wait share of a step).
 //  - Bucketing (bucket > 0, ragged field datasets): the sampler's order for the epoch is cut into
 //    windows of `bucket` batches; each window is sorted by the length of the first ragged input
@@ -42,7 +44,10 @@ struct LoaderOptions {
   bool drop_last = false;       // sampler: cut the uneven tail instead of padding (torch's sense)
   bool drop_last_batch = true;  // drop a final partial batch, so every rank's batches are full
   int prefetch = 2;             // batches read ahead; 0: synchronous
-  std::int64_t bucket = 0;      // batches per length-bucketing window (0: the sampler's order)
+  // Threads reading and converting batches in parallel (each with its own reader), the batches
+  // still yielded in order: for conversion- or augmentation-bound data. 1 with MPI-IO.
+  int workers = 1;
+  std::int64_t bucket = 0;  // batches per length-bucketing window (0: the sampler's order)
   // Test hook (debug.data_delay_ms): each batch read takes this much longer, as from a slow
   // filesystem, so that the monitor's data-bound diagnosis can be shown to fire.
   int read_delay_ms = 0;

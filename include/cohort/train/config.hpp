@@ -53,6 +53,7 @@ struct DataConfig {
   std::int64_t batch_size = 0;
   bool shuffle = false;
   std::int64_t prefetch = 0;
+  std::int64_t workers = 1;
   IoDriver driver = IoDriver::kPosix;
   std::int64_t crop_padding = 0;
   bool flip = false;

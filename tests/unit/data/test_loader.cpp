@@ -111,6 +111,30 @@ BOOST_AUTO_TEST_CASE(an_error_in_the_prefetch_thread_reaches_next) {
   BOOST_CHECK_THROW(loader.next(), cohort::UsageError);
 }
 
+BOOST_AUTO_TEST_CASE(several_workers_yield_the_batches_of_one_in_order) {
+  cohort::test::ScratchDir dir;
+  const auto path = make_rows(dir.file("d.h5"), 0, 30);
+  DataLoader one(options(path, 2));
+  const auto expected = take(one, 24);
+  for (int workers : {2, 3, 5}) {
+    auto o = options(path, 2);
+    o.workers = workers;
+    DataLoader many(o);
+    BOOST_TEST((take(many, 24) == expected), workers << " workers");
+    // Resumed mid-epoch (the workers restart at the restored batch).
+    DataLoader resumed(o);
+    resumed.restore(LoaderState{1, 3});
+    BOOST_TEST((take(resumed, 12) == Sequence(expected.begin() + 11, expected.begin() + 23)),
+               workers << " workers, resumed");
+  }
+  // An error in one of several workers still reaches next().
+  auto bad = options(make_rows(dir.file("flat.h5"), 0, 20, {5}), 2);
+  bad.reader.augment.horizontal_flip = true;
+  bad.workers = 3;
+  DataLoader failing(bad);
+  BOOST_CHECK_THROW(failing.next(), cohort::UsageError);
+}
+
 BOOST_AUTO_TEST_CASE(a_resume_point_outside_the_epoch_is_refused) {
   cohort::test::ScratchDir dir;
   DataLoader loader(options(make_rows(dir.file("d.h5"), 0, 30), 2));
