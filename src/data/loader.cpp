@@ -10,6 +10,7 @@
 #include <variant>
 
 #include "cohort/data/batch_plan.hpp"
+#include "cohort/data/transform.hpp"
 #include "cohort/error.hpp"
 
 namespace cohort::data {
@@ -35,6 +36,7 @@ struct DataLoader::Impl {
   // readers[w]: worker w's own (HDF5 handles are not shared between threads); readers[0] also
   // serves next() when prefetch is 0.
   std::vector<std::unique_ptr<BatchReader>> readers;
+  std::vector<std::unique_ptr<BatchTransform>> transforms;  // one per reader, when configured
   std::unique_ptr<DistributedSampler> sampler;
   std::int64_t batches = 0;
   LoaderState position;  // what next() yields next
@@ -103,11 +105,12 @@ struct DataLoader::Impl {
     return std::max<std::int64_t>(options.prefetch, static_cast<std::int64_t>(readers.size()));
   }
 
-  Item produce(BatchReader& reader, Order& order, LoaderState at) {
+  Item produce(std::size_t worker, Order& order, LoaderState at) {
     if (at.batch >= batches) return EndOfEpoch{at.epoch};
     auto indices = batch_indices(order, at);
-    Batch batch = reader.read(indices, at.epoch);
+    Batch batch = readers[worker]->read(indices, at.epoch);
     batch.indices = std::move(indices);
+    if (!transforms.empty()) transforms[worker]->apply(batch, options.seed);
     if (options.read_delay_ms > 0) {
       std::this_thread::sleep_for(std::chrono::milliseconds(options.read_delay_ms));
     }
@@ -133,7 +136,7 @@ struct DataLoader::Impl {
       }
       Item item;
       try {
-        item = produce(*readers[worker], order, position_of(started, n));
+        item = produce(worker, order, position_of(started, n));
       } catch (...) {
         item = std::current_exception();  // handed to next(), which rethrows it
       }
@@ -173,7 +176,7 @@ struct DataLoader::Impl {
   Item take() {
     if (options.prefetch == 0) {
       Order order;
-      return produce(*readers.front(), order, position);
+      return produce(0, order, position);
     }
     start();
     std::unique_lock<std::mutex> lock(mutex);
@@ -198,6 +201,9 @@ DataLoader::DataLoader(LoaderOptions options) : impl_(std::make_unique<Impl>()) 
   const int readers = options.prefetch > 0 ? options.workers : 1;
   for (int w = 0; w < readers; ++w) {
     im.readers.push_back(std::make_unique<BatchReader>(options.path, options.reader));
+    if (!options.transform.empty()) {
+      im.transforms.push_back(std::make_unique<BatchTransform>(options.transform, true));
+    }
   }
   im.sampler = std::make_unique<DistributedSampler>(
       SamplerOptions{im.readers.front()->info().num_samples, options.rank, options.world,

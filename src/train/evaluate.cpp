@@ -3,8 +3,10 @@
 #include <torch/nn/functional/loss.h>
 
 #include <cmath>
+#include <optional>
 
 #include "cohort/data/reader.hpp"
+#include "cohort/data/transform.hpp"
 #include "cohort/error.hpp"
 #include "train/parallelism.hpp"
 #include "train/step.hpp"
@@ -36,7 +38,8 @@ void broadcast_buffers(torch::nn::Module& model, comm::Communicator& comm) {
 }
 
 EvalResult evaluate(Parallelism& parallel, const std::string& path, std::int64_t batch_size,
-                    std::int64_t max_length, comm::Communicator& control) {
+                    std::int64_t max_length, const std::string& transform,
+                    comm::Communicator& control) {
   torch::nn::Module& model = parallel.trained();
   comm::Communicator& comm = parallel.data_group();
   broadcast_buffers(model, comm);
@@ -46,6 +49,8 @@ EvalResult evaluate(Parallelism& parallel, const std::string& path, std::int64_t
   options.pin_memory = false;
   options.max_length = max_length;
   data::BatchReader reader(path, options);
+  std::optional<data::BatchTransform> preprocess;  // in eval mode: its deterministic part
+  if (!transform.empty()) preprocess.emplace(transform, false);
   const std::int64_t n = reader.info().num_samples;
   const std::int64_t first = n * comm.rank() / comm.size();
   const std::int64_t last = n * (comm.rank() + 1) / comm.size();
@@ -53,7 +58,11 @@ EvalResult evaluate(Parallelism& parallel, const std::string& path, std::int64_t
   for (std::int64_t begin = first; begin < last; begin += batch_size) {
     std::vector<std::int64_t> indices;
     for (std::int64_t i = begin; i < std::min(last, begin + batch_size); ++i) indices.push_back(i);
-    const data::Batch batch = reader.read(indices);
+    data::Batch batch = reader.read(indices);
+    if (preprocess) {
+      batch.indices = indices;
+      preprocess->apply(batch, 0);
+    }
     const at::Tensor logits = parallel.forward_only(batch);
     if (!parallel.scores()) continue;  // another rank computes these logits (too)
     per_token = logits.dim() == 3 ? 1 : 0;

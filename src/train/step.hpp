@@ -24,7 +24,8 @@ class Parallelism;
 // broadcast over the data group, the host sums of the ranks that compute the loss all-reduced
 // over `control` (CPU, the world). Collective. Leaves the model in training mode.
 EvalResult evaluate(Parallelism& parallel, const std::string& path, std::int64_t batch_size,
-                    std::int64_t max_length, comm::Communicator& control);
+                    std::int64_t max_length, const std::string& transform,
+                    comm::Communicator& control);
 
 // bf16 autocast for the forward pass (train.precision = bf16), as torch.autocast does it: inside
 // the scope, matrix products and convolutions run in bfloat16 while weights, gradients, the loss

@@ -106,6 +106,7 @@ void Trainer::Impl::make_loader() {
   o.shuffle = config.data.shuffle;
   o.prefetch = static_cast<int>(config.data.prefetch);
   o.workers = static_cast<int>(config.data.workers);
+  o.transform = config.data.transform;
   o.read_delay_ms = static_cast<int>(config.debug.data_delay_ms);
   o.reader.driver =
       config.data.driver == IoDriver::kMpio ? data::IoDriver::kMpiIo : data::IoDriver::kPosix;
@@ -234,7 +235,8 @@ std::optional<ResumePoint> Trainer::Impl::resume() {
 bool Trainer::Impl::evaluate_and_check(std::int64_t step_index) {
   const std::string& val = config.data.val_path;
   if (val.empty()) return false;
-  summary.eval = evaluate(*parallel, val, plan.batch_size, config.data.max_length, *control);
+  summary.eval = evaluate(*parallel, val, plan.batch_size, config.data.max_length,
+                          config.data.transform, *control);
   summary.evaluated = true;
   const auto& e = summary.eval;
   char line[160];

@@ -65,6 +65,7 @@ int read(int argc, char** argv) {
     if (arg == "raw") o.reader.raw = true;
     if (arg.rfind("bucket=", 0) == 0) o.bucket = std::atoll(arg.c_str() + 7);
     if (arg.rfind("workers=", 0) == 0) o.workers = std::atoi(arg.c_str() + 8);
+    if (arg.rfind("transform=", 0) == 0) o.transform = arg.substr(10);
     if (arg.rfind("max_length=", 0) == 0) o.reader.max_length = std::atoll(arg.c_str() + 11);
     if (arg.rfind("from=", 0) == 0) {
       from.epoch = std::atoll(arg.c_str() + 5);

@@ -47,6 +47,9 @@ struct LoaderOptions {
   // Threads reading and converting batches in parallel (each with its own reader), the batches
   // still yielded in order: for conversion- or augmentation-bound data. 1 with MPI-IO.
   int workers = 1;
+  // A TorchScript module applied to each batch's inputs by the worker (data/transform.hpp;
+  // docs/data.md "User transforms"); empty: none.
+  std::string transform;
   std::int64_t bucket = 0;  // batches per length-bucketing window (0: the sampler's order)
   // Test hook (debug.data_delay_ms): each batch read takes this much longer, as from a slow
   // filesystem, so that the monitor's data-bound diagnosis can be shown to fire.

@@ -54,6 +54,7 @@ struct DataConfig {
   bool shuffle = false;
   std::int64_t prefetch = 0;
   std::int64_t workers = 1;
+  std::string transform;
   IoDriver driver = IoDriver::kPosix;
   std::int64_t crop_padding = 0;
   bool flip = false;

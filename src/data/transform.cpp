@@ -1,0 +1,113 @@
+#include "cohort/data/transform.hpp"
+
+#include <ATen/ops/empty.h>
+#include <sys/stat.h>
+#include <torch/csrc/api/include/torch/utils.h>
+#include <torch/csrc/jit/serialization/import.h>
+
+#include <sstream>
+
+#include "cohort/error.hpp"
+
+namespace cohort::data {
+namespace {
+
+constexpr off_t kMaxTransformBytes = off_t{1} << 30;
+
+// c10's messages carry a C++ backtrace after the first line: a user needs the first.
+std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
+
+// The TorchScript interpreter's messages end with the script's own error ("builtins.
+// RuntimeError: ..."), after its traceback: a user needs that last line.
+std::string last_line(const std::string& text) {
+  const auto end = text.find_last_not_of("\n ");
+  if (end == std::string::npos) return text;
+  const auto newline = text.rfind('\n', end);
+  const auto start = newline == std::string::npos ? 0 : newline + 1;
+  return text.substr(start, end + 1 - start);
+}
+
+}  // namespace
+
+struct BatchTransform::Impl {
+  std::string path;
+  mutable torch::jit::Module module;
+};
+
+std::int64_t sample_seed(std::uint64_t seed, std::int64_t epoch, std::int64_t index) {
+  std::uint64_t z = seed ^ (static_cast<std::uint64_t>(epoch) * 0x9e3779b97f4a7c15ull) ^
+                    (static_cast<std::uint64_t>(index) * 0xbf58476d1ce4e5b9ull);
+  z += 0x9e3779b97f4a7c15ull;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return static_cast<std::int64_t>((z ^ (z >> 31)) >> 1);
+}
+
+BatchTransform::BatchTransform(const std::string& path, bool training)
+    : impl_(std::make_unique<Impl>()) {
+  impl_->path = path;
+  struct stat st {};
+  COHORT_CHECK(::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode), IoError, path,
+               ": data.transform: no such file");
+  COHORT_CHECK(st.st_size <= kMaxTransformBytes, IoError, path, ": data.transform: ", st.st_size,
+               " bytes, more than a transform may have (1 GiB)");
+  try {
+    impl_->module = torch::jit::load(path);
+  } catch (const c10::Error& e) {
+    COHORT_THROW(IoError, path, ": data.transform: not a TorchScript module (",
+                 first_line(e.what_without_backtrace()), ")");
+  }
+  COHORT_CHECK(impl_->module.find_method("forward").has_value(), IoError, path,
+               ": data.transform: the module has no forward()");
+  impl_->module.train(training);
+}
+
+BatchTransform::~BatchTransform() = default;
+
+void BatchTransform::apply(Batch& batch, std::uint64_t seed) const {
+  const std::string& path = impl_->path;
+  std::vector<NamedTensor> named = batch.fields;
+  if (named.empty()) named.push_back({"inputs", batch.inputs});
+  c10::Dict<std::string, at::Tensor> inputs;
+  for (const auto& [name, tensor] : named) inputs.insert(name, tensor);
+  at::Tensor seeds = at::empty({static_cast<std::int64_t>(batch.indices.size())}, at::kLong);
+  for (std::size_t i = 0; i < batch.indices.size(); ++i) {
+    seeds.data_ptr<std::int64_t>()[i] = sample_seed(seed, batch.epoch, batch.indices[i]);
+  }
+  c10::IValue result;
+  try {
+    torch::NoGradGuard no_grad;
+    result = impl_->module.forward({inputs, seeds});
+  } catch (const c10::Error& e) {
+    COHORT_THROW(IoError, path,
+                 ": data.transform failed: ", first_line(e.what_without_backtrace()));
+  } catch (const std::exception& e) {  // the interpreter's own (a `raise` in the script)
+    COHORT_THROW(IoError, path, ": data.transform failed: ", last_line(e.what()));
+  }
+  COHORT_CHECK(result.isGenericDict(), IoError, path,
+               ": data.transform must return Dict[str, Tensor], not ", result.tagKind());
+  const auto out = result.toGenericDict();
+  COHORT_CHECK(out.size() == named.size(), IoError, path, ": data.transform returned ", out.size(),
+               " tensors for ", named.size(), " inputs");
+  for (auto& [name, tensor] : named) {
+    const auto it = out.find(name);
+    COHORT_CHECK(it != out.end() && it->value().isTensor(), IoError, path,
+                 ": data.transform returned no tensor '", name, "'");
+    at::Tensor changed = it->value().toTensor();
+    COHORT_CHECK(changed.dim() > 0 && changed.size(0) == tensor.size(0), IoError, path,
+                 ": data.transform changed the batch size of '", name, "' from ", tensor.size(0),
+                 " to ", changed.dim() > 0 ? changed.size(0) : 0);
+    COHORT_CHECK(changed.scalar_type() == tensor.scalar_type(), IoError, path,
+                 ": data.transform changed the dtype of '", name, "' from ",
+                 c10::toString(tensor.scalar_type()), " to ", c10::toString(changed.scalar_type()));
+    tensor = changed.contiguous();
+  }
+  if (batch.fields.empty()) {
+    batch.inputs = named.front().tensor;
+  } else {
+    batch.fields = named;
+    batch.inputs = named.front().tensor;
+  }
+}
+
+}  // namespace cohort::data
