@@ -19,12 +19,6 @@ namespace {
 // batch it lands in pad all the others to its length.
 constexpr std::int64_t kMaxBatchBytes = std::int64_t{4} << 30;
 
-std::int64_t numel(const std::vector<std::int64_t>& shape) {
-  std::int64_t n = 1;
-  for (auto d : shape) n *= d;  // bounded: describe() checked that the file backs the extent
-  return n;
-}
-
 // What one shard read for one field: the bytes, and where each of its sorted rows starts in
 // them (in values) and how many values it has (fixed: 1 row each).
 struct Staged {
@@ -268,7 +262,7 @@ Batch read_field_batch(const DatasetInfo& info, const ReaderOptions& options, Bu
                   [&, i = std::size_t{0}](std::size_t k) mutable { return k == i++; });
   for (std::size_t f = 0; f < info.fields.size(); ++f) {
     const FieldInfo& field = info.fields[f];
-    const std::int64_t unit = numel(field.shape);
+    const std::int64_t unit = shape_numel(field.shape);
     const auto unit_bytes = static_cast<std::size_t>(unit) * dtype_size(field.dtype);
     const std::string where_field = info.path + ": field '" + field.location + "'";
     // As stored, a ragged field comes packed (values back to back, and their lengths), so an

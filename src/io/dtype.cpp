@@ -52,6 +52,12 @@ DType parse_dtype(const std::string& name) {
                "float32, float64)");
 }
 
+std::int64_t shape_numel(const std::vector<std::int64_t>& shape) {
+  std::int64_t n = 1;
+  for (const auto d : shape) n *= d;
+  return n;
+}
+
 std::string shape_text(const std::vector<std::int64_t>& shape) {
   std::ostringstream out;
   out << "[";

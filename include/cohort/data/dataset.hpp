@@ -28,6 +28,7 @@ inline constexpr std::size_t kDefaultChunkBytes = 1u << 20;
 using io::DType;
 using io::dtype_size;
 using io::parse_dtype;
+using io::shape_numel;
 using io::shape_text;
 using io::to_string;
 

@@ -6,18 +6,12 @@
 namespace cohort::data {
 namespace {
 
-std::int64_t numel(const std::vector<std::int64_t>& shape) {
-  std::int64_t n = 1;
-  for (auto d : shape) n *= d;
-  return n;
-}
-
 void inspect_field(const DatasetInfo& info, std::size_t f, bool labels, Inspection& out) {
   const FieldInfo& field = info.fields[f];
   FieldInspection result;
   result.field = field;
   Accumulator values, lengths;
-  const std::int64_t unit = numel(field.shape);
+  const std::int64_t unit = shape_numel(field.shape);
   const std::int64_t block = std::max<std::int64_t>(1, (8 << 20) / (unit * 8));
   const std::int64_t limit = field.vocab_size > 0 ? field.vocab_size
                              : field.target       ? info.classes

@@ -20,12 +20,6 @@
 namespace cohort::train {
 namespace {
 
-std::int64_t numel(const std::vector<std::int64_t>& shape) {
-  std::int64_t n = 1;
-  for (auto d : shape) n *= d;
-  return n;
-}
-
 class FieldsMlp : public Model {
  public:
   FieldsMlp(const ModelConfig& config, const ModelInput& input)
@@ -43,9 +37,9 @@ class FieldsMlp : public Model {
         embeddings_.emplace(field.name,
                             register_module("embed_" + field.name,
                                             torch::nn::Embedding(field.vocab_size, config.width)));
-        width += config.width * (field.ragged ? 1 : numel(field.shape));
+        width += config.width * (field.ragged ? 1 : data::shape_numel(field.shape));
       } else {
-        width += numel(field.shape);
+        width += data::shape_numel(field.shape);
       }
     }
     int index = 0;
