@@ -8,16 +8,10 @@
 #include <cstring>
 
 #include "cohort/error.hpp"
+#include "common/splitmix.hpp"
 
 namespace cohort::data {
 namespace {
-
-std::uint64_t splitmix64(std::uint64_t x) {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
 
 at::TensorOptions host_options(at::ScalarType type, const ReaderOptions& options) {
   auto result = at::TensorOptions().dtype(type);

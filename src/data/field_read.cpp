@@ -123,8 +123,8 @@ std::vector<h5::Run> plan_runs(const FieldInfo& field, const std::vector<std::in
 }
 
 struct Output {
-  at::Tensor values;  // [B, ...] or [B, L, ...]; raw: [B, (L,) bytes of one unit]
-  at::Tensor mask;    // ragged: [B, L] bool
+  at::Tensor values;  // [B, ...] or [B, L, ...]; raw: [B, sample bytes] or [values, value bytes]
+  at::Tensor mask;    // ragged: [B, L] bool; raw: the lengths, int64 [B]
 };
 
 // A tensor of `shape` and `type` in pooled (warm) memory, uninitialized.
@@ -138,7 +138,7 @@ at::Tensor pooled(BufferPool& pool, const std::vector<std::int64_t>& shape, at::
 
 Output allocate(const FieldInfo& field, const ReaderOptions& options, BufferPool& pool,
                 std::int64_t batch, std::int64_t longest, std::int64_t unit_bytes,
-                const std::string& where) {
+                const std::string& path) {
   std::vector<std::int64_t> shape{batch};
   if (field.ragged) shape.push_back(longest);
   if (options.raw) {
@@ -149,8 +149,8 @@ Output allocate(const FieldInfo& field, const ReaderOptions& options, BufferPool
   const std::int64_t element = options.raw ? 1 : field.integer() ? 8 : 4;
   const auto count = checked::product(shape);
   const auto bytes = count ? checked::mul(*count, element) : count;
-  COHORT_CHECK(bytes && *bytes <= kMaxBatchBytes, IoError, where,
-               ": a batch padded to its longest sample (", longest,
+  COHORT_CHECK(bytes && *bytes <= kMaxBatchBytes, IoError, path, ": field '", field.location,
+               "': a batch padded to its longest sample (", longest,
                " values) would take more than 4 GiB; cut samples with data.max_length");
   const auto type = options.raw ? at::kByte : field.integer() ? at::kLong : at::kFloat;
   Output out;
@@ -164,11 +164,11 @@ Output allocate(const FieldInfo& field, const ReaderOptions& options, BufferPool
 // its lengths (int64 [B]) in `mask`'s place.
 Output allocate_packed(const FieldInfo& field, BufferPool& pool, std::int64_t batch,
                        std::int64_t values, std::int64_t unit_bytes,
-                       const std::vector<std::int64_t>& lengths, const std::string& where) {
+                       const std::vector<std::int64_t>& lengths, const std::string& path) {
   if (!field.ragged) {
     ReaderOptions stored;
     stored.raw = true;
-    return allocate(field, stored, pool, batch, 1, unit_bytes, where);
+    return allocate(field, stored, pool, batch, 1, unit_bytes, path);
   }
   Output out;
   out.values = pooled(pool, {values, unit_bytes}, at::kByte, values * unit_bytes);
@@ -181,7 +181,7 @@ Output allocate_packed(const FieldInfo& field, BufferPool& pool, std::int64_t ba
 Output gather_packed(const FieldInfo& field, BufferPool& pool,
                      const std::vector<std::pair<std::size_t, std::int64_t>>& where,
                      const std::vector<std::size_t>& slot, const std::vector<Staged>& staged,
-                     std::int64_t unit_bytes, const std::string& what) {
+                     std::int64_t unit_bytes, const std::string& path) {
   std::vector<std::int64_t> lengths;
   std::int64_t values = 0;
   for (std::size_t i = 0; i < where.size(); ++i) {
@@ -189,7 +189,7 @@ Output gather_packed(const FieldInfo& field, BufferPool& pool,
     values += lengths.back();
   }
   Output out = allocate_packed(field, pool, static_cast<std::int64_t>(where.size()), values,
-                               unit_bytes, lengths, what);
+                               unit_bytes, lengths, path);
   auto* dst = static_cast<unsigned char*>(out.values.data_ptr());
   for (std::size_t i = 0; i < where.size(); ++i) {
     const Staged& from = staged[where[i].first];
@@ -243,41 +243,40 @@ void fill(const DatasetInfo& info, const FieldInfo& field, const ReaderOptions& 
 }  // namespace
 
 Batch read_field_batch(const DatasetInfo& info, const ReaderOptions& options, BufferPool& pool,
-                       const std::vector<std::vector<std::int64_t>>& rows,
+                       const std::vector<ShardRead>& reads,
                        const std::vector<std::pair<std::size_t, std::int64_t>>& where,
                        const FieldRunReader& read, ReadStats& stats) {
   Batch batch;
   const auto samples = static_cast<std::int64_t>(where.size());
   std::vector<std::size_t> slot(where.size());
   for (std::size_t i = 0; i < where.size(); ++i) {
-    const auto& r = rows[where[i].first];
+    const auto& r = reads[where[i].first].rows;
     slot[i] =
         static_cast<std::size_t>(std::lower_bound(r.begin(), r.end(), where[i].second) - r.begin());
   }
   // The batch is its shard's rows in order (a contiguous or evaluation batch): a fixed field read
   // as stored then needs no staging, its rows go straight into the batch's tensor.
   const bool in_order =
-      !where.empty() && rows[where.front().first].size() == where.size() &&
+      !where.empty() && reads[where.front().first].rows.size() == where.size() &&
       std::all_of(slot.begin(), slot.end(),
                   [&, i = std::size_t{0}](std::size_t k) mutable { return k == i++; });
   for (std::size_t f = 0; f < info.fields.size(); ++f) {
     const FieldInfo& field = info.fields[f];
     const std::int64_t unit = shape_numel(field.shape);
     const auto unit_bytes = static_cast<std::size_t>(unit) * dtype_size(field.dtype);
-    const std::string where_field = info.path + ": field '" + field.location + "'";
     // As stored, a ragged field comes packed (values back to back, and their lengths), so an
     // in-order batch reads straight into its tensor too.
     const bool direct = in_order && options.raw;
     std::vector<Staged> staged(info.shards.size());
     Output out;
     for (std::size_t s = 0; s < info.shards.size(); ++s) {
-      const auto runs =
-          plan_runs(field, info.shards[s].offsets[f].get(), rows[s], options.max_length, staged[s]);
+      const auto runs = plan_runs(field, info.shards[s].offsets[f].get(), reads[s].rows,
+                                  options.max_length, staged[s]);
       const std::int64_t values =
           staged[s].start.empty() ? 0 : staged[s].start.back() + staged[s].length.back();
       if (direct && s == where.front().first) {
         out = allocate_packed(field, pool, samples, values, static_cast<std::int64_t>(unit_bytes),
-                              staged[s].length, where_field);
+                              staged[s].length, info.path);
       } else {
         staged[s].bytes =
             pool.bytes(std::max<std::size_t>(1, static_cast<std::size_t>(values) * unit_bytes));
@@ -289,14 +288,14 @@ Batch read_field_batch(const DatasetInfo& info, const ReaderOptions& options, Bu
     }
     if (!direct && options.raw && field.ragged) {
       out = gather_packed(field, pool, where, slot, staged, static_cast<std::int64_t>(unit_bytes),
-                          where_field);
+                          info.path);
     } else if (!direct) {
       std::int64_t longest = 1;  // at least one position, so a batch of empty samples has a shape
       for (std::size_t i = 0; i < where.size(); ++i) {
         longest = std::max(longest, staged[where[i].first].length[slot[i]]);
       }
       out = allocate(field, options, pool, samples, field.ragged ? longest : 1,
-                     static_cast<std::int64_t>(unit_bytes), where_field);
+                     static_cast<std::int64_t>(unit_bytes), info.path);
       fill(info, field, options, where, slot, staged, unit, out);
     }
     auto& list = field.target ? batch.target_fields : batch.fields;

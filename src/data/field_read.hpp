@@ -14,6 +14,7 @@
 
 #include "cohort/data/reader.hpp"
 #include "data/buffer_pool.hpp"
+#include "data/convert.hpp"
 #include "io/h5/file.hpp"
 
 namespace cohort::data {
@@ -25,9 +26,9 @@ namespace cohort::data {
 using FieldRunReader = std::function<void(std::size_t field, std::size_t shard,
                                           const std::vector<io::h5::Run>& runs, void* out)>;
 
-// rows[s]: shard s's sorted unique rows; where[i]: (shard, row) of the i-th sample asked.
+// reads[s].rows: shard s's sorted unique rows; where[i]: (shard, row) of the i-th sample asked.
 Batch read_field_batch(const DatasetInfo& info, const ReaderOptions& options, BufferPool& pool,
-                       const std::vector<std::vector<std::int64_t>>& rows,
+                       const std::vector<ShardRead>& reads,
                        const std::vector<std::pair<std::size_t, std::int64_t>>& where,
                        const FieldRunReader& read, ReadStats& stats);
 

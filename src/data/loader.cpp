@@ -12,17 +12,10 @@
 #include "cohort/data/batch_plan.hpp"
 #include "cohort/data/transform.hpp"
 #include "cohort/error.hpp"
+#include "common/splitmix.hpp"
 
 namespace cohort::data {
 namespace {
-
-// Advances state and returns the next of a SplitMix64 sequence (a seeded, portable shuffle).
-std::uint64_t splitmix64(std::uint64_t& state) {
-  std::uint64_t z = (state += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
 
 struct EndOfEpoch {
   std::int64_t epoch = 0;
@@ -85,7 +78,7 @@ struct DataLoader::Impl {
       const std::int64_t full = (end - begin) / batch;
       std::uint64_t state = options.seed ^ (static_cast<std::uint64_t>(epoch) << 32) ^
                             static_cast<std::uint64_t>(w / window) * 0x9e3779b97f4a7c15ull;
-      for (std::int64_t i = full - 1; i > 0; --i) {
+      for (std::int64_t i = full - 1; i > 0; --i, state += 0x9e3779b97f4a7c15ull) {
         const auto j =
             static_cast<std::int64_t>(splitmix64(state) % static_cast<std::uint64_t>(i + 1));
         std::swap_ranges(begin + i * batch, begin + (i + 1) * batch, begin + j * batch);

@@ -147,8 +147,6 @@ void BatchReader::Impl::open_fields(Shard& shard) {
 Batch BatchReader::Impl::read_fields(
     const std::vector<ShardRead>& reads,
     const std::vector<std::pair<std::size_t, std::int64_t>>& where) {
-  std::vector<std::vector<std::int64_t>> rows;
-  for (const auto& read : reads) rows.push_back(read.rows);
   const auto read_runs = [this](std::size_t f, std::size_t s, const std::vector<h5::Run>& runs,
                                 void* out) {
     const Shard& shard = shards[s];
@@ -157,7 +155,7 @@ Batch BatchReader::Impl::read_fields(
     read_rows(shard, shard.fields[f].get(), shard.field_rows[f], runs, info.fields[f].dtype, out,
               location.c_str());
   };
-  return read_field_batch(info, options, pool, rows, where, read_runs, stats);
+  return read_field_batch(info, options, pool, reads, where, read_runs, stats);
 }
 
 const DatasetInfo& BatchReader::info() const { return impl_->info; }
@@ -248,11 +246,11 @@ Batch BatchReader::read(const std::vector<std::int64_t>& indices, std::int64_t e
   // the batch when no conversion is due: no staging buffer, no copy.
   const bool increasing = std::is_sorted(indices.begin(), indices.end()) &&
                           std::adjacent_find(indices.begin(), indices.end()) == indices.end();
+  for (auto& read : reads) {  // each shard's rows sorted and unique: the order they are read in
+    std::sort(read.rows.begin(), read.rows.end());
+    read.rows.erase(std::unique(read.rows.begin(), read.rows.end()), read.rows.end());
+  }
   if (im.info.kind == DatasetKind::kFields) {
-    for (auto& read : reads) {
-      std::sort(read.rows.begin(), read.rows.end());
-      read.rows.erase(std::unique(read.rows.begin(), read.rows.end()), read.rows.end());
-    }
     Batch batch = im.read_fields(reads, where);
     batch.epoch = epoch;
     im.stats.read_seconds += seconds_since(start);
@@ -271,9 +269,6 @@ Batch BatchReader::read(const std::vector<std::int64_t>& indices, std::int64_t e
   // Every shard takes part, even with nothing to read: collective MPI-IO needs every rank in
   // every H5Dread.
   for (std::size_t s = 0; s < im.shards.size(); ++s) {
-    auto& rows = reads[s].rows;
-    std::sort(rows.begin(), rows.end());
-    rows.erase(std::unique(rows.begin(), rows.end()), rows.end());
     if (im.info.kind == DatasetKind::kTokens) {
       im.read_token_rows(im.shards[s], reads[s]);
     } else {

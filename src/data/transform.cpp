@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "cohort/error.hpp"
+#include "common/splitmix.hpp"
 
 namespace cohort::data {
 namespace {
@@ -35,12 +36,10 @@ struct BatchTransform::Impl {
 };
 
 std::int64_t sample_seed(std::uint64_t seed, std::int64_t epoch, std::int64_t index) {
-  std::uint64_t z = seed ^ (static_cast<std::uint64_t>(epoch) * 0x9e3779b97f4a7c15ull) ^
-                    (static_cast<std::uint64_t>(index) * 0xbf58476d1ce4e5b9ull);
-  z += 0x9e3779b97f4a7c15ull;
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return static_cast<std::int64_t>((z ^ (z >> 31)) >> 1);
+  return static_cast<std::int64_t>(
+      splitmix64(seed ^ (static_cast<std::uint64_t>(epoch) * 0x9e3779b97f4a7c15ull) ^
+                 (static_cast<std::uint64_t>(index) * 0xbf58476d1ce4e5b9ull)) >>
+      1);
 }
 
 BatchTransform::BatchTransform(const std::string& path, bool training)

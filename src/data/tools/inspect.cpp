@@ -152,7 +152,7 @@ Inspection inspect(const std::string& path, std::int64_t max_features) {
   const std::int64_t block = std::max<std::int64_t>(
       1, (8 << 20) / std::max<std::size_t>(1, info.sample_numel() * sizeof(double)));
   if (info.kind == DatasetKind::kFields) {
-    inspect_fields(info, max_features, result);
+    inspect_fields(info, result);
     result.seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     return result;

@@ -49,7 +49,7 @@ void inspect_field(const DatasetInfo& info, std::size_t f, bool labels, Inspecti
 
 }  // namespace
 
-void inspect_fields(const DatasetInfo& info, std::int64_t /*max_features*/, Inspection& out) {
+void inspect_fields(const DatasetInfo& info, Inspection& out) {
   bool labelled = false;
   for (std::size_t f = 0; f < info.fields.size(); ++f) {
     const FieldInfo& field = info.fields[f];

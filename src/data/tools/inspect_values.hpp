@@ -46,6 +46,6 @@ void check_range(double value, std::int64_t limit, const std::string& where, con
                  const char* attribute);
 
 // The per-field part of an inspection of a field dataset (Inspection::fields).
-void inspect_fields(const DatasetInfo& info, std::int64_t max_features, Inspection& out);
+void inspect_fields(const DatasetInfo& info, Inspection& out);
 
 }  // namespace cohort::data
