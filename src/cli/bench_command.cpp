@@ -182,7 +182,8 @@ int bench_io(const std::vector<std::string>& args) {
                              {"seconds", row.seconds},
                              {"mib_per_s", row.mb_per_s},
                              {"samples_per_s", row.samples_per_s},
-                             {"ratio_vs_raw", row.ratio_vs_raw}});
+                             {"ratio_vs_raw", row.ratio_vs_raw},
+                             {"ratio_vs_pieces", row.ratio_vs_pieces}});
     }
     for (const auto& w : r.waits) {
       out["wait"].push_back({{"prefetch", w.prefetch},
@@ -196,10 +197,11 @@ int bench_io(const std::vector<std::string>& args) {
   std::printf("data path vs raw read, %lld samples, %.1f MiB, batch %lld, median of %d rounds\n",
               static_cast<long long>(r.samples), r.file_bytes / 1048576.0,
               static_cast<long long>(o.batch), o.rounds);
-  std::printf("  %-44s %9s %10s %12s %8s\n", "variant", "seconds", "MiB/s", "samples/s", "vs raw");
+  std::printf("  %-44s %9s %10s %12s %8s %9s\n", "variant", "seconds", "MiB/s", "samples/s",
+              "vs raw", "vs pieces");
   for (const auto& row : r.rows) {
-    std::printf("  %-44s %9.3f %10.1f %12.0f %8.3f\n", row.name.c_str(), row.seconds, row.mb_per_s,
-                row.samples_per_s, row.ratio_vs_raw);
+    std::printf("  %-44s %9.3f %10.1f %12.0f %8.3f %9.3f\n", row.name.c_str(), row.seconds,
+                row.mb_per_s, row.samples_per_s, row.ratio_vs_raw, row.ratio_vs_pieces);
   }
   std::printf("data wait in a training step (model step %.2f ms, shuffled batches):\n",
               r.compute_ms);

@@ -13,6 +13,8 @@
 #include <cstring>
 #include <filesystem>
 #include <functional>
+#include <optional>
+#include <tuple>
 
 #include "cohort/comm/allocator.hpp"
 #include "cohort/data/loader.hpp"
@@ -21,6 +23,8 @@
 #include "cohort/error.hpp"
 #include "cohort/io/checksum.hpp"
 #include "cohort/io/files.hpp"
+#include "cohort/io/unique_fd.hpp"
+#include "io/h5/row_locator.hpp"
 
 namespace cohort::data {
 namespace {
@@ -55,20 +59,141 @@ std::int64_t raw_read(const std::vector<std::string>& files, std::vector<char>& 
   return total;
 }
 
-// One pass over the dataset in order through a BatchReader (raw: no conversion).
-std::int64_t reader_pass(const std::string& path, std::int64_t batch) {
+// The pieces of the files a contiguous pass reads, batch by batch: for each batch, for each
+// dataset it touches (every field, or /inputs and /targets), the file extents of its rows,
+// resolved before timing. A raw pread of exactly these is the baseline the loader's own
+// contiguous pass can be held to: the same bytes, the same number of reads per batch.
+struct BatchPieces {
+  std::vector<UniqueFd> fds;  // per shard
+  struct Read {
+    std::size_t shard;
+    io::h5::Extent extent;
+  };
+  std::vector<std::vector<Read>> batches;
+  std::size_t largest = 0;  // bytes of the largest batch
+};
+
+// The datasets a batch reads, per shard: (dataset path, dtype, field index or -1).
+std::vector<std::tuple<std::string, DType, int>> batch_datasets(const DatasetInfo& info) {
+  std::vector<std::tuple<std::string, DType, int>> out;
+  if (info.kind == DatasetKind::kFields) {
+    for (std::size_t f = 0; f < info.fields.size(); ++f) {
+      const auto& field = info.fields[f];
+      out.emplace_back(field.ragged ? field.location + "/values" : field.location, field.dtype,
+                       static_cast<int>(f));
+    }
+  } else if (info.kind == DatasetKind::kSamples) {
+    out.emplace_back("/inputs", info.input_dtype, -1);
+    out.emplace_back("/targets", info.target_dtype, -1);
+  }
+  return out;
+}
+
+// nullopt when some dataset's layout has no row extents (compressed, chunks across rows) or the
+// set is a token stream.
+std::optional<BatchPieces> batch_pieces(const std::string& path, std::int64_t batch) {
+  const DatasetInfo info = describe(path);
+  const auto datasets = batch_datasets(info);
+  if (datasets.empty()) return std::nullopt;
+  BatchPieces pieces;
+  std::vector<std::vector<io::h5::RowLocator>> rows(info.shards.size());
+  for (std::size_t s = 0; s < info.shards.size(); ++s) {
+    const auto& shard = info.shards[s];
+    const io::h5::Hid file = io::h5::open_file(shard.path);
+    for (const auto& [name, dtype, field] : datasets) {
+      const io::h5::Hid dataset = io::h5::open_dataset(file.get(), name, shard.path);
+      auto locator = io::h5::RowLocator::build(dataset.get(), dtype, shard.path);
+      if (!locator) return std::nullopt;
+      rows[s].push_back(std::move(*locator));
+    }
+    pieces.fds.push_back(UniqueFd::open_read_only(shard.path));
+  }
+  std::size_t s = 0;
+  std::int64_t shard_first = 0;  // global index of shard s's first sample
+  for (std::int64_t first = 0; first < info.num_samples; first += batch) {
+    auto& reads = pieces.batches.emplace_back();
+    std::size_t bytes = 0;
+    for (std::int64_t i = first; i < std::min(info.num_samples, first + batch);) {
+      while (i >= shard_first + info.shards[s].samples) shard_first += info.shards[s++].samples;
+      const auto& shard = info.shards[s];
+      const std::int64_t row = i - shard_first;
+      const std::int64_t count =
+          std::min(std::min(info.num_samples, first + batch) - i, shard.samples - row);
+      for (std::size_t d = 0; d < datasets.size(); ++d) {
+        const int field = std::get<2>(datasets[d]);
+        io::h5::Run run{row, count};
+        if (field >= 0 && info.fields[static_cast<std::size_t>(field)].ragged) {
+          const auto& offsets = *shard.offsets[static_cast<std::size_t>(field)];
+          run = {offsets[static_cast<std::size_t>(row)],
+                 offsets[static_cast<std::size_t>(row + count)] -
+                     offsets[static_cast<std::size_t>(row)]};
+        }
+        for (const auto& extent : rows[s][d].extents({run}, shard.path)) {
+          reads.push_back({s, extent});
+          bytes += extent.bytes;
+        }
+      }
+      i += count;
+    }
+    pieces.largest = std::max(pieces.largest, bytes);
+  }
+  return pieces;
+}
+
+// pread of every batch's pieces, each batch into the next of three buffers (as batches in
+// flight are: the one in use, the ones read ahead).
+std::int64_t pieces_read(const BatchPieces& pieces, std::vector<std::vector<char>>& buffers) {
+  std::int64_t total = 0;
+  std::size_t next = 0;
+  for (const auto& batch : pieces.batches) {
+    char* at = buffers[next++ % buffers.size()].data();
+    for (const auto& read : batch) {
+      std::size_t left = read.extent.bytes;
+      auto address = static_cast<off_t>(read.extent.address);
+      while (left > 0) {
+        const ssize_t got = ::pread(pieces.fds[read.shard].get(), at, left, address);
+        if (got < 0 && errno == EINTR) continue;
+        COHORT_CHECK(got > 0, IoError, "bench io: pread: ",
+                     got == 0 ? std::string("file ends early") : std::strerror(errno));
+        at += got;
+        address += got;
+        left -= static_cast<std::size_t>(got);
+        total += got;
+      }
+    }
+  }
+  return total;
+}
+
+// One timed pass: the bytes it read and the seconds it took.
+struct Pass {
+  std::int64_t bytes = 0;
+  double seconds = 0;
+};
+
+Pass timed(const std::function<std::int64_t()>& work) {
+  Pass pass;
+  pass.seconds = seconds_of([&] { pass.bytes = work(); });
+  return pass;
+}
+
+// One pass over the dataset in order through a BatchReader (raw: no conversion). Opening the
+// reader is not timed: a training run opens it once, not once per epoch.
+Pass reader_pass(const std::string& path, std::int64_t batch) {
   ReaderOptions options;
   options.raw = true;
   options.pin_memory = false;
   BatchReader reader(path, options);
   const std::int64_t n = reader.info().num_samples;
   std::vector<std::int64_t> indices;
-  for (std::int64_t first = 0; first < n; first += batch) {
-    indices.clear();
-    for (std::int64_t i = first; i < std::min(n, first + batch); ++i) indices.push_back(i);
-    reader.read(indices);
-  }
-  return reader.stats().bytes;
+  return timed([&] {
+    for (std::int64_t first = 0; first < n; first += batch) {
+      indices.clear();
+      for (std::int64_t i = first; i < std::min(n, first + batch); ++i) indices.push_back(i);
+      reader.read(indices);
+    }
+    return reader.stats().bytes;
+  });
 }
 
 LoaderOptions loader_options(const std::string& path, std::int64_t batch, bool shuffle,
@@ -83,15 +208,18 @@ LoaderOptions loader_options(const std::string& path, std::int64_t batch, bool s
   return o;
 }
 
-// One epoch through a DataLoader: as stored, or converted to normalized float32.
-std::int64_t loader_pass(const std::string& path, std::int64_t batch, bool shuffle, int prefetch,
-                         bool raw) {
+// One epoch through a DataLoader: as stored, or converted to normalized float32. Timed from the
+// first next() (which starts the producer) to the epoch's end; opening is not.
+Pass loader_pass(const std::string& path, std::int64_t batch, bool shuffle, int prefetch,
+                 bool raw) {
   auto options = loader_options(path, batch, shuffle, prefetch);
   options.reader.raw = raw;
   DataLoader loader(options);
-  while (loader.next()) {
-  }
-  return loader.read_stats().bytes;
+  return timed([&] {
+    while (loader.next()) {
+    }
+    return loader.read_stats().bytes;
+  });
 }
 
 // The "model": two matrix products on the batch, repeated to the requested cost.
@@ -178,15 +306,24 @@ std::vector<IoBenchRow> throughput(const std::string& path, const IoBenchOptions
   const auto files = shard_paths(path);
   std::vector<char> buffer(8u << 20);
   const std::string depth = std::to_string(o.prefetch);
-  const std::vector<std::pair<std::string, std::function<std::int64_t()>>> variants = {
-      {"raw read(2), sequential", [&] { return raw_read(files, buffer); }},
-      {"BatchReader, contiguous, as stored", [&] { return reader_pass(path, o.batch); }},
-      {"DataLoader, contiguous, as stored, prefetch " + depth,
-       [&] { return loader_pass(path, o.batch, false, o.prefetch, true); }},
-      {"DataLoader, contiguous, float32, prefetch " + depth,
-       [&] { return loader_pass(path, o.batch, false, o.prefetch, false); }},
-      {"DataLoader, shuffled, float32, prefetch " + depth,
-       [&] { return loader_pass(path, o.batch, true, o.prefetch, false); }}};
+  const auto pieces = batch_pieces(path, o.batch);
+  std::vector<std::vector<char>> piece_buffers(3, std::vector<char>(pieces ? pieces->largest : 0));
+  std::vector<std::pair<std::string, std::function<Pass()>>> variants = {
+      {"raw read(2), sequential", [&] { return timed([&] { return raw_read(files, buffer); }); }}};
+  if (pieces) {
+    variants.emplace_back("raw pread(2), each batch's pieces", [&] {
+      return timed([&] { return pieces_read(*pieces, piece_buffers); });
+    });
+  }
+  variants.insert(
+      variants.end(),
+      {{"BatchReader, contiguous, as stored", [&] { return reader_pass(path, o.batch); }},
+       {"DataLoader, contiguous, as stored, prefetch " + depth,
+        [&] { return loader_pass(path, o.batch, false, o.prefetch, true); }},
+       {"DataLoader, contiguous, float32, prefetch " + depth,
+        [&] { return loader_pass(path, o.batch, false, o.prefetch, false); }},
+       {"DataLoader, shuffled, float32, prefetch " + depth,
+        [&] { return loader_pass(path, o.batch, true, o.prefetch, false); }}});
   raw_read(files, buffer);  // warm the page cache
   // Each timing repeats a pass until the raw read would take ~0.25 s: a pass over a cached file
   // takes milliseconds, too short to time against scheduler noise.
@@ -196,9 +333,12 @@ std::vector<IoBenchRow> throughput(const std::string& path, const IoBenchOptions
   std::vector<std::int64_t> bytes(variants.size());
   for (int round = 0; round < o.rounds; ++round) {  // interleaved: same machine state for all
     for (std::size_t v = 0; v < variants.size(); ++v) {
-      const double total = seconds_of([&] {
-        for (int r = 0; r < repeats; ++r) bytes[v] = variants[v].second();
-      });
+      double total = 0;
+      for (int r = 0; r < repeats; ++r) {
+        const Pass pass = variants[v].second();
+        bytes[v] = pass.bytes;
+        total += pass.seconds;
+      }
       times[v].push_back(total / repeats);
     }
   }
@@ -211,7 +351,10 @@ std::vector<IoBenchRow> throughput(const std::string& path, const IoBenchOptions
     row.samples_per_s = static_cast<double>(samples) / row.seconds;
     rows.push_back(row);
   }
-  for (auto& row : rows) row.ratio_vs_raw = row.mb_per_s / rows[0].mb_per_s;
+  for (auto& row : rows) {
+    row.ratio_vs_raw = row.mb_per_s / rows[0].mb_per_s;
+    if (pieces) row.ratio_vs_pieces = row.mb_per_s / rows[1].mb_per_s;
+  }
   return rows;
 }
 

@@ -15,12 +15,16 @@ namespace cohort::data {
 
 class BufferPool {
  public:
-  explicit BufferPool(std::size_t capacity = 12) : capacity_(capacity) {}
+  explicit BufferPool(std::size_t capacity = 64) : capacity_(capacity) {}
 
   // An uninitialized tensor of this shape and these options.
   at::Tensor empty(at::IntArrayRef shape, const at::TensorOptions& options);
-  // An uninitialized byte buffer of at least `bytes` (a view of a pooled one).
+  // An uninitialized byte buffer of `bytes` (over a pooled one's memory).
   at::Tensor bytes(std::size_t bytes);
+  // An uninitialized contiguous tensor of `shape` and `type` over a pooled byte buffer's memory.
+  // Built directly on the buffer's storage (no view operators, no autograd view record): a
+  // batch of many fields takes a few of these per step, and the operators cost microseconds.
+  at::Tensor tensor(at::IntArrayRef shape, at::ScalarType type);
 
  private:
   at::Tensor* find_free(const std::function<bool(const at::Tensor&)>& fits);

@@ -101,6 +101,8 @@ std::vector<h5::Run> plan_runs(const FieldInfo& field, const std::vector<std::in
                                Staged& staged) {
   std::vector<h5::Run> runs;
   std::int64_t at = 0;
+  staged.start.reserve(rows.size());
+  staged.length.reserve(rows.size());
   for (const auto row : rows) {
     std::int64_t first = row, count = 1;
     if (field.ragged) {
@@ -127,15 +129,6 @@ struct Output {
   at::Tensor mask;    // ragged: [B, L] bool; raw: the lengths, int64 [B]
 };
 
-// A tensor of `shape` and `type` in pooled (warm) memory, uninitialized.
-at::Tensor pooled(BufferPool& pool, const std::vector<std::int64_t>& shape, at::ScalarType type,
-                  std::int64_t bytes) {
-  return pool.bytes(static_cast<std::size_t>(std::max<std::int64_t>(bytes, 8)))
-      .narrow(0, 0, bytes)
-      .view(type)
-      .view(shape);
-}
-
 Output allocate(const FieldInfo& field, const ReaderOptions& options, BufferPool& pool,
                 std::int64_t batch, std::int64_t longest, std::int64_t unit_bytes,
                 const std::string& path) {
@@ -155,8 +148,8 @@ Output allocate(const FieldInfo& field, const ReaderOptions& options, BufferPool
   const auto type = options.raw ? at::kByte : field.integer() ? at::kLong : at::kFloat;
   Output out;
   // Every byte is written by fill(): values or padding (zeros), mask true or false.
-  out.values = pooled(pool, shape, type, *bytes);
-  if (field.ragged) out.mask = pooled(pool, {batch, longest}, at::kBool, batch * longest);
+  out.values = pool.tensor(shape, type);
+  if (field.ragged) out.mask = pool.tensor({batch, longest}, at::kBool);
   return out;
 }
 
@@ -171,8 +164,8 @@ Output allocate_packed(const FieldInfo& field, BufferPool& pool, std::int64_t ba
     return allocate(field, stored, pool, batch, 1, unit_bytes, path);
   }
   Output out;
-  out.values = pooled(pool, {values, unit_bytes}, at::kByte, values * unit_bytes);
-  out.mask = pooled(pool, {batch}, at::kLong, batch * 8);
+  out.values = pool.tensor({values, unit_bytes}, at::kByte);
+  out.mask = pool.tensor({batch}, at::kLong);
   std::copy(lengths.begin(), lengths.end(), out.mask.data_ptr<std::int64_t>());
   return out;
 }
@@ -251,8 +244,11 @@ Batch read_field_batch(const DatasetInfo& info, const ReaderOptions& options, Bu
   std::vector<std::size_t> slot(where.size());
   for (std::size_t i = 0; i < where.size(); ++i) {
     const auto& r = reads[where[i].first].rows;
-    slot[i] =
-        static_cast<std::size_t>(std::lower_bound(r.begin(), r.end(), where[i].second) - r.begin());
+    // (In order, sample i is row i: no search.)
+    slot[i] = i < r.size() && r[i] == where[i].second
+                  ? i
+                  : static_cast<std::size_t>(std::lower_bound(r.begin(), r.end(), where[i].second) -
+                                             r.begin());
   }
   // The batch is its shard's rows in order (a contiguous or evaluation batch): a fixed field read
   // as stored then needs no staging, its rows go straight into the batch's tensor.

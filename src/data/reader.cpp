@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <optional>
 
 #include "cohort/error.hpp"
@@ -232,21 +233,26 @@ Batch BatchReader::read(const std::vector<std::int64_t>& indices, std::int64_t e
   // Which shard and row each requested index is.
   std::vector<std::pair<std::size_t, std::int64_t>> where(indices.size());
   std::vector<ShardRead> reads(im.shards.size());
+  std::size_t shard = 0;  // the previous index's: consecutive indices mostly share a shard
   for (std::size_t i = 0; i < indices.size(); ++i) {
     const std::int64_t index = indices[i];
     COHORT_CHECK(index >= 0 && index < im.info.num_samples, UsageError, im.info.path,
                  ": sample index ", index, " outside 0..", im.info.num_samples - 1);
-    const auto it = std::upper_bound(im.shards.begin(), im.shards.end(), index,
-                                     [](std::int64_t v, const Shard& s) { return v < s.first; });
-    const auto shard = static_cast<std::size_t>(it - im.shards.begin()) - 1;
+    const Shard& last = im.shards[shard];
+    if (index < last.first || index >= last.first + last.samples) {
+      const auto it = std::upper_bound(im.shards.begin(), im.shards.end(), index,
+                                       [](std::int64_t v, const Shard& s) { return v < s.first; });
+      shard = static_cast<std::size_t>(it - im.shards.begin()) - 1;
+    }
     where[i] = {shard, index - im.shards[shard].first};
     reads[shard].rows.push_back(where[i].second);
   }
   // Increasing indices within one shard (contiguous or evaluation order) are read straight into
   // the batch when no conversion is due: no staging buffer, no copy.
-  const bool increasing = std::is_sorted(indices.begin(), indices.end()) &&
-                          std::adjacent_find(indices.begin(), indices.end()) == indices.end();
-  for (auto& read : reads) {  // each shard's rows sorted and unique: the order they are read in
+  const bool increasing = std::adjacent_find(indices.begin(), indices.end(),
+                                             std::greater_equal<std::int64_t>()) == indices.end();
+  for (auto& read : reads) {   // each shard's rows sorted and unique: the order they are read in
+    if (increasing) continue;  // already
     std::sort(read.rows.begin(), read.rows.end());
     read.rows.erase(std::unique(read.rows.begin(), read.rows.end()), read.rows.end());
   }

@@ -1,7 +1,8 @@
-// `cohort bench io`: the data path against a raw sequential read of the same files, in the same
-// run, with a warm page cache; and the data-wait share of a training step with prefetch on and
-// off. Variants are interleaved round by round and reported as medians, so that every ratio
-// compares measurements taken under the same machine state.
+// `cohort bench io`: the data path against a raw sequential read of the same files and a raw
+// pread of exactly the pieces each batch reads, in the same run, with a warm page cache; and the
+// data-wait share of a training step with prefetch on and off. Variants are interleaved round by
+// round and reported as medians, so that every ratio compares measurements taken under the same
+// machine state.
 #pragma once
 
 #include <cstdint>
@@ -31,7 +32,8 @@ struct IoBenchRow {
   double seconds = 0;   // median over rounds, one full pass
   double mb_per_s = 0;  // payload MiB/s
   double samples_per_s = 0;
-  double ratio_vs_raw = 0;  // MB/s over the raw read's MB/s
+  double ratio_vs_raw = 0;     // MB/s over the raw read's MB/s
+  double ratio_vs_pieces = 0;  // over the raw pread of each batch's pieces' (0: no such row)
 };
 
 struct WaitRow {
@@ -45,7 +47,9 @@ struct IoBenchResult {
   std::string dataset;
   std::int64_t samples = 0;
   std::int64_t file_bytes = 0;
-  std::vector<IoBenchRow> rows;  // rows[0] is the raw read
+  // rows[0] is the raw sequential read; then, where every dataset's rows have file extents (not
+  // a token stream, no compression), a raw pread of each contiguous batch's pieces.
+  std::vector<IoBenchRow> rows;
   double compute_ms = 0;
   std::vector<WaitRow> waits;
   std::string cache_note;

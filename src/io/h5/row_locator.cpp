@@ -70,9 +70,9 @@ std::optional<RowLocator> RowLocator::build(hid_t dataset, DType dtype, const st
   return locator;
 }
 
-void RowLocator::read(int fd, const std::vector<Run>& runs, void* out,
-                      const std::string& where) const {
-  auto* at = static_cast<unsigned char*>(out);
+template <typename Visit>
+void RowLocator::for_each_extent(const std::vector<Run>& runs, const std::string& where,
+                                 Visit&& visit) const {
   for (const auto& run : runs) {
     COHORT_CHECK(run.first >= 0 && run.first + run.count <= rows_, IoError, where, ": rows [",
                  run.first, ", ", run.first + run.count, ") outside the dataset's ", rows_,
@@ -88,19 +88,33 @@ void RowLocator::read(int fd, const std::vector<Run>& runs, void* out,
         address = addresses_[static_cast<std::size_t>(row / rows_per_chunk_)] +
                   static_cast<std::uint64_t>(in_chunk) * row_bytes_;
       }
-      std::size_t left = static_cast<std::size_t>(count) * row_bytes_;
-      while (left > 0) {
-        const ssize_t got = ::pread(fd, at, left, static_cast<off_t>(address));
-        if (got < 0 && errno == EINTR) continue;
-        COHORT_CHECK(got > 0, IoError, where, ": ",
-                     got == 0 ? std::string("file ends early (truncated?)") : std::strerror(errno));
-        at += got;
-        address += static_cast<std::uint64_t>(got);
-        left -= static_cast<std::size_t>(got);
-      }
+      visit(Extent{address, static_cast<std::size_t>(count) * row_bytes_});
       row += count;
     }
   }
+}
+
+void RowLocator::read(int fd, const std::vector<Run>& runs, void* out,
+                      const std::string& where) const {
+  auto* at = static_cast<unsigned char*>(out);
+  for_each_extent(runs, where, [&](Extent piece) {
+    while (piece.bytes > 0) {
+      const ssize_t got = ::pread(fd, at, piece.bytes, static_cast<off_t>(piece.address));
+      if (got < 0 && errno == EINTR) continue;
+      COHORT_CHECK(got > 0, IoError, where, ": ",
+                   got == 0 ? std::string("file ends early (truncated?)") : std::strerror(errno));
+      at += got;
+      piece.address += static_cast<std::uint64_t>(got);
+      piece.bytes -= static_cast<std::size_t>(got);
+    }
+  });
+}
+
+std::vector<Extent> RowLocator::extents(const std::vector<Run>& runs,
+                                        const std::string& where) const {
+  std::vector<Extent> pieces;
+  for_each_extent(runs, where, [&](Extent piece) { pieces.push_back(piece); });
+  return pieces;
 }
 
 }  // namespace cohort::io::h5

@@ -19,6 +19,12 @@
 
 namespace cohort::io::h5 {
 
+// A piece of a file: what one pread reads.
+struct Extent {
+  std::uint64_t address = 0;
+  std::size_t bytes = 0;
+};
+
 class RowLocator {
  public:
   // nullopt when the dataset's layout does not qualify.
@@ -27,8 +33,14 @@ class RowLocator {
   // Reads the runs back to back into out with pread on fd; throws IoError naming `where` on a
   // short read (a truncated file) or an error.
   void read(int fd, const std::vector<Run>& runs, void* out, const std::string& where) const;
+  // The pieces of the file read() reads for these runs, in order (the I/O benchmark's baseline
+  // preads them alone).
+  std::vector<Extent> extents(const std::vector<Run>& runs, const std::string& where) const;
 
  private:
+  // Calls visit(Extent) for each piece of the runs, in order; checks the runs' bounds.
+  template <typename Visit>
+  void for_each_extent(const std::vector<Run>& runs, const std::string& where, Visit&& visit) const;
   std::size_t row_bytes_ = 0;
   std::int64_t rows_ = 0;
   std::int64_t rows_per_chunk_ = 0;       // 0: contiguous
