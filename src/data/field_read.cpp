@@ -301,7 +301,9 @@ Batch read_field_batch(const DatasetInfo& info, const ReaderOptions& options, Bu
     }
   }
   batch.inputs = batch.fields.front().tensor;
-  batch.targets = batch.target_fields.front().tensor;
+  for (const auto& target : batch.target_fields) {
+    if (target.name == info.target) batch.targets = target.tensor;
+  }
   return batch;
 }
 

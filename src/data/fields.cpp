@@ -153,7 +153,32 @@ void describe_group(hid_t file, const std::string& path, const std::string& grou
   }
 }
 
+// A field's one-sample shape as DatasetInfo's summary gives it (ragged: [max_length, value...]).
+std::vector<std::int64_t> summary_shape(const FieldInfo& field) {
+  std::vector<std::int64_t> shape = field.shape;
+  if (field.ragged) shape.insert(shape.begin(), field.max_length);
+  return shape;
+}
+
 }  // namespace
+
+void select_target(DatasetInfo& info, const std::string& name) {
+  std::string targets;
+  for (const auto& field : info.fields) {
+    if (!field.target) continue;
+    if (field.name == name) {
+      info.target = name;
+      info.target_shape = summary_shape(field);
+      info.target_dtype = field.dtype;
+      return;
+    }
+    targets += (targets.empty() ? "'" : ", '") + field.name + "'";
+  }
+  COHORT_THROW(ConfigError, "data.target = '", name, "': ", info.path,
+               info.kind == DatasetKind::kFields
+                   ? " has no such target (its targets: " + targets + ")"
+                   : std::string(" is not a field dataset (one target)"));
+}
 
 bool FieldInfo::integer() const {
   return dtype == DType::kUInt16 || dtype == DType::kInt32 || dtype == DType::kInt64;
@@ -173,15 +198,11 @@ void describe_fields(hid_t file, const std::string& path, DatasetInfo& info, Sha
                    "''s mask");
     }
   }
-  const auto summary_shape = [](const FieldInfo& field) {
-    std::vector<std::int64_t> shape = field.shape;
-    if (field.ragged) shape.insert(shape.begin(), field.max_length);
-    return shape;
-  };
   info.sample_shape = summary_shape(info.fields.front());
   info.input_dtype = info.fields.front().dtype;
   info.target_shape = summary_shape(info.fields[inputs]);
   info.target_dtype = info.fields[inputs].dtype;
+  info.target = info.fields[inputs].name;
   if (info.fields.front().integer()) info.vocab_size = info.fields.front().vocab_size;
 }
 

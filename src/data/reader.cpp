@@ -81,6 +81,7 @@ struct BatchReader::Impl {
 BatchReader::BatchReader(const std::string& path, ReaderOptions options)
     : impl_(std::make_unique<Impl>()) {
   impl_->info = describe(path);
+  if (!options.target.empty()) select_target(impl_->info, options.target);
   impl_->options = options;
   if (options.driver == IoDriver::kMpiIo) {
     COHORT_CHECK(options.session != nullptr, UsageError,

@@ -51,6 +51,8 @@ const std::vector<KeySpec>& config_table() {
        "ragged fields: cut longer samples to this many values (0: never)", "", 0, kNoLimit},
       {COHORT_KEY(data, bucket), K::kInt, "0",
        "ragged fields: sort windows of this many batches by length (0: off)", "", 0, 65536},
+      {COHORT_KEY(data, target), K::kString, "",
+       "field datasets with several targets: the one the loss uses (empty: the first)"},
       // [optim]
       {COHORT_KEY(optim, name), K::kChoice, "sgd", "optimizer", "sgd|adamw"},
       {COHORT_KEY(optim, lr), K::kFloat, "0.1", "peak learning rate", "", 0, kNoLimit},

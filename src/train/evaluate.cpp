@@ -37,9 +37,9 @@ void broadcast_buffers(torch::nn::Module& model, comm::Communicator& comm) {
   for (auto& buffer : model.buffers()) comm.broadcast_async(buffer, 0)->wait();
 }
 
-EvalResult evaluate(Parallelism& parallel, const std::string& path, std::int64_t batch_size,
-                    std::int64_t max_length, const std::string& transform,
+EvalResult evaluate(Parallelism& parallel, const std::string& path, const EvalOptions& eval,
                     comm::Communicator& control) {
+  const std::int64_t batch_size = eval.batch_size;
   torch::nn::Module& model = parallel.trained();
   comm::Communicator& comm = parallel.data_group();
   broadcast_buffers(model, comm);
@@ -47,10 +47,11 @@ EvalResult evaluate(Parallelism& parallel, const std::string& path, std::int64_t
   torch::NoGradGuard no_grad;
   data::ReaderOptions options;
   options.pin_memory = false;
-  options.max_length = max_length;
+  options.max_length = eval.max_length;
+  options.target = eval.target;
   data::BatchReader reader(path, options);
   std::optional<data::BatchTransform> preprocess;  // in eval mode: its deterministic part
-  if (!transform.empty()) preprocess.emplace(transform, false);
+  if (!eval.transform.empty()) preprocess.emplace(eval.transform, false);
   const std::int64_t n = reader.info().num_samples;
   const std::int64_t first = n * comm.rank() / comm.size();
   const std::int64_t last = n * (comm.rank() + 1) / comm.size();

@@ -23,8 +23,15 @@ class Parallelism;
 // data-parallel group; a replica's stages and tensor ranks read the same range): buffers
 // broadcast over the data group, the host sums of the ranks that compute the loss all-reduced
 // over `control` (CPU, the world). Collective. Leaves the model in training mode.
-EvalResult evaluate(Parallelism& parallel, const std::string& path, std::int64_t batch_size,
-                    std::int64_t max_length, const std::string& transform,
+// How the validation set is read: as the training set is (data.max_length, data.transform in
+// eval mode, data.target).
+struct EvalOptions {
+  std::int64_t batch_size = 0;
+  std::int64_t max_length = 0;
+  std::string transform;
+  std::string target;
+};
+EvalResult evaluate(Parallelism& parallel, const std::string& path, const EvalOptions& options,
                     comm::Communicator& control);
 
 // bf16 autocast for the forward pass (train.precision = bf16), as torch.autocast does it: inside

@@ -114,13 +114,31 @@ void Trainer::Impl::make_loader() {
   o.reader.seed = o.seed;
   o.reader.augment = {static_cast<int>(config.data.crop_padding), config.data.flip};
   o.reader.max_length = config.data.max_length;
+  o.reader.target = config.data.target;
   o.bucket = config.data.bucket;
   loader = std::make_unique<data::DataLoader>(o);
   if (loader->info().vocab_size > 0) facts.tokens_per_sample = loader->info().seq_len;
   if (!config.data.val_path.empty()) {
-    data::check_same_tokenizer(loader->info(), data::describe(config.data.val_path));
+    auto val = data::describe(config.data.val_path);
+    if (!config.data.target.empty())
+      data::select_target(val, config.data.target);  // now, not at eval
+    data::check_same_tokenizer(loader->info(), val);
   }
 }
+
+namespace {
+
+// A field dataset's selected target is one class label per sample (what the loss takes).
+bool is_label(const data::DatasetInfo& info) {
+  for (const auto& field : info.fields) {
+    if (field.target && field.name == info.target) {
+      return !field.ragged && field.shape.empty() && field.integer();
+    }
+  }
+  return false;
+}
+
+}  // namespace
 
 // Builds the whole model on every rank (same seed: same values), its tensor-parallel layers split
 // over the tensor group, and hands it to `parallel`, which keeps this rank's stage.
@@ -135,6 +153,11 @@ void Trainer::Impl::build_model(const data::DatasetInfo& info) {
                ConfigError, info.path,
                ": a field dataset's model runs whole on one device (parallel.pipeline_stages and "
                "parallel.devices need a single-input dataset)");
+  COHORT_CHECK(info.kind != data::DatasetKind::kFields || is_label(info), ConfigError, info.path,
+               ": target '", info.target,
+               "' is not one class label per "
+               "sample (an integer, shape []); the loss is cross-entropy over the set's classes "
+               "(choose another target with data.target)");
   auto model = train::build_model(config.model, input);
   facts.flops_per_sample = model->train_flops_per_sample();
   facts.parameters = parameter_count(*model);
@@ -235,8 +258,10 @@ std::optional<ResumePoint> Trainer::Impl::resume() {
 bool Trainer::Impl::evaluate_and_check(std::int64_t step_index) {
   const std::string& val = config.data.val_path;
   if (val.empty()) return false;
-  summary.eval = evaluate(*parallel, val, plan.batch_size, config.data.max_length,
-                          config.data.transform, *control);
+  summary.eval =
+      evaluate(*parallel, val,
+               {plan.batch_size, config.data.max_length, config.data.transform, config.data.target},
+               *control);
   summary.evaluated = true;
   const auto& e = summary.eval;
   char line[160];

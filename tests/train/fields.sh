@@ -7,7 +7,11 @@
 #    again resumes where it stopped: its loss after the resume is bit-identical to the
 #    uninterrupted run's;
 #  - collective MPI-IO reads (data.driver=mpio) give the bit-identical run;
-#  - a field dataset refuses pipeline stages with one line naming the file.
+#  - a field dataset refuses pipeline stages with one line naming the file;
+#  - several targets (a float 'aaa', 'label', 'zzz' = (label + 1) % 5, written by h5py):
+#    data.target=zzz trains bit-identically to a one-target set whose label is zzz, and
+#    data.target=label to the original set; the first target (float) and an unknown name are
+#    refused in one line naming the file and the targets.
 set -euo pipefail
 cohort=$1 work=$2
 rm -rf "$work" && mkdir -p "$work" && cd "$work"
@@ -34,6 +38,27 @@ grep -q "resumed from .*step-00000017" b2.log || fail "B did not resume at step 
 if train 2 16 pipe --set parallel.pipeline_stages=2 >pipe.log 2>&1; then fail "pipeline stages accepted"; fi
 grep -q "train.h5: a field dataset's model runs whole" pipe.log || fail "pipeline: $(cat pipe.log)"
 /usr/bin/python3 - <<'PY'
+import h5py, numpy as np
+with h5py.File("train.h5") as src, h5py.File("three.h5", "w") as a, h5py.File("perm.h5", "w") as b:
+    for out in (a, b):
+        for k, v in src.attrs.items():
+            out.attrs[k] = v
+        src.copy("inputs", out)
+    label = src["targets/label"][:]
+    a["targets/aaa"] = np.linspace(0, 1, len(label), dtype=np.float32)
+    a["targets/label"] = label
+    a["targets/zzz"] = (label + 1) % 5
+    b["targets/label"] = (label + 1) % 5
+PY
+train 0 32 t_label --set data.path=three.h5 --set data.target=label >t1.log 2>&1 || fail "target label: $(cat t1.log)"
+train 0 32 t_zzz --set data.path=three.h5 --set data.target=zzz >t2.log 2>&1 || fail "target zzz: $(cat t2.log)"
+train 0 32 perm --set data.path=perm.h5 >t3.log 2>&1 || fail "perm: $(cat t3.log)"
+if train 0 32 t_first --set data.path=three.h5 >t4.log 2>&1; then fail "a float first target accepted"; fi
+grep -q "three.h5: target 'aaa' is not one class label" t4.log || fail "float target: $(cat t4.log)"
+if train 0 32 t_none --set data.path=three.h5 --set data.target=nope >t5.log 2>&1; then fail "unknown target accepted"; fi
+grep -q "data.target = 'nope': three.h5 has no such target (its targets: 'aaa', 'label', 'zzz')" t5.log \
+  || fail "unknown target: $(cat t5.log)"
+/usr/bin/python3 - <<'PY'
 import json
 def curve(d):
     return [(r["step"], r["loss"]) for r in map(json.loads, open(f"{d}/metrics.jsonl"))
@@ -49,5 +74,8 @@ assert max(rel[:10]) < 1e-5 and max(rel) < 1e-3, rel
 after = [s for s in b if s[0] > 17]
 assert after and after == [s for s in a if s[0] > 17], "bucketed resume differs from run A"
 print(f"bucketed: resumed at step 17 (mid-epoch), {len(after)} later steps bit-identical")
+t_label, t_zzz, perm = (curve(d) for d in ("t_label", "t_zzz", "perm"))
+assert t_label == one and t_zzz == perm and t_zzz != one, "data.target selects another target"
+print(f"data.target: 'label' and 'zzz' of a three-target set train as one-target sets of each")
 PY
 echo PASS

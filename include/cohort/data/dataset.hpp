@@ -83,8 +83,9 @@ struct DatasetInfo {
   std::string class_names;                    // JSON array, label order (or empty)
   // Field datasets: inputs then targets, each in name order. sample_shape/input_dtype then
   // describe the first input field (ragged: [max_length, value...]), target_shape/target_dtype
-  // the first target.
+  // the target named `target` (the first, unless select_target() chose another).
   std::vector<FieldInfo> fields;
+  std::string target;
   std::vector<ShardInfo> shards;
 
   std::int64_t sample_numel() const;
@@ -93,6 +94,11 @@ struct DatasetInfo {
 
 // Opens and validates a dataset. Throws IoError (exit code 3) naming the file and the dataset.
 DatasetInfo describe(const std::string& path);
+
+// Makes target field `name` the one target_shape/target_dtype describe and a batch's `targets`
+// holds. ConfigError naming the dataset and its targets when it has no such target (or is not a
+// field dataset).
+void select_target(DatasetInfo& info, const std::string& name);
 
 // The sample lengths of ragged field `field` (an index into info.fields), over all shards in
 // global sample order.

@@ -61,6 +61,9 @@ struct ReaderOptions {
   bool pread_rows = true;
   // Ragged fields: a sample longer than this is cut to its first max_length values (0: never).
   std::int64_t max_length = 0;
+  // Field datasets: the target field a batch's `targets` is (empty: the first by name). Every
+  // target still comes in target_fields.
+  std::string target;
 };
 
 struct NamedTensor {

@@ -60,6 +60,7 @@ struct DataConfig {
   bool flip = false;
   std::int64_t max_length = 0;
   std::int64_t bucket = 0;
+  std::string target;
 };
 
 struct OptimConfig {
