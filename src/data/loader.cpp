@@ -1,7 +1,6 @@
 #include "cohort/data/loader.hpp"
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <exception>
@@ -14,15 +13,6 @@
 #include "cohort/data/transform.hpp"
 #include "cohort/error.hpp"
 #include "common/splitmix.hpp"
-
-// A spin-wait hint to the CPU (x86's pause, Arm's yield): it backs off the core's pipeline.
-#if defined(__x86_64__) || defined(__i386__)
-#define COHORT_CPU_RELAX() __builtin_ia32_pause()
-#elif defined(__aarch64__)
-#define COHORT_CPU_RELAX() asm volatile("yield")
-#else
-#define COHORT_CPU_RELAX() ((void)0)
-#endif
 
 namespace cohort::data {
 namespace {
@@ -55,7 +45,6 @@ struct DataLoader::Impl {
   std::int64_t consumed = 0;       // items taken since the producer started
   std::int64_t drain_target = -1;  // collective halt: read up to this many items, then stop
   std::vector<std::thread> producers;
-  std::atomic<std::int64_t> published{0};  // items put in `ready` so far: take() spins on it
 
   // The indices of one batch (batch b of epoch e), computed from a cached epoch order.
   struct Order {
@@ -148,7 +137,6 @@ struct DataLoader::Impl {
       std::lock_guard<std::mutex> lock(mutex);
       if (!stop) {
         ready.emplace(n, std::move(item));
-        published.fetch_add(1, std::memory_order_release);
         changed.notify_all();
       }
       if (failed) return;
@@ -178,29 +166,6 @@ struct DataLoader::Impl {
     producers.clear();
   }
 
-  // Before sleeping on the condition, look for the item for a short while, yielding the core:
-  // a batch that is nearly read then costs no futex wake-up, and no idle CPU halting and being
-  // woken by an interrupt (tens of microseconds per batch on a virtual machine, which was most
-  // of the loader's cost against a raw read of the same bytes). Bounded, so a consumer waiting
-  // on a slow read sleeps as before; yielding, so on an oversubscribed node the producers run.
-  void spin(std::unique_lock<std::mutex>& lock) {
-    constexpr auto kSpin = std::chrono::microseconds(200);
-    const auto until = std::chrono::steady_clock::now() + kSpin;
-    std::int64_t seen = published.load(std::memory_order_acquire);
-    lock.unlock();
-    for (unsigned turn = 1; std::chrono::steady_clock::now() < until; ++turn) {
-      if (turn % 16 == 0) std::this_thread::yield();
-      for (int k = 0; k < 32; ++k) COHORT_CPU_RELAX();
-      const std::int64_t now = published.load(std::memory_order_acquire);
-      if (now == seen) continue;
-      seen = now;
-      lock.lock();
-      if (ready.count(consumed) != 0) return;
-      lock.unlock();
-    }
-    lock.lock();
-  }
-
   Item take() {
     if (options.prefetch == 0) {
       Order order;
@@ -208,7 +173,6 @@ struct DataLoader::Impl {
     }
     start();
     std::unique_lock<std::mutex> lock(mutex);
-    if (ready.count(consumed) == 0) spin(lock);
     changed.wait(lock, [&] { return ready.count(consumed) != 0; });
     const auto it = ready.find(consumed);
     Item item = std::move(it->second);
