@@ -134,11 +134,13 @@ struct DataLoader::Impl {
         item = std::current_exception();  // handed to next(), which rethrows it
       }
       const bool failed = std::holds_alternative<std::exception_ptr>(item);
-      std::lock_guard<std::mutex> lock(mutex);
-      if (!stop) {
-        ready.emplace(n, std::move(item));
-        changed.notify_all();
+      {
+        std::lock_guard<std::mutex> lock(mutex);
+        if (!stop) ready.emplace(n, std::move(item));
       }
+      // Notified after unlocking: a woken next() then finds the mutex free instead of sleeping
+      // again on it straight away.
+      changed.notify_all();
       if (failed) return;
     }
   }
@@ -178,6 +180,7 @@ struct DataLoader::Impl {
     Item item = std::move(it->second);
     ready.erase(it);
     ++consumed;
+    lock.unlock();
     changed.notify_all();
     return item;
   }
