@@ -1,34 +1,17 @@
 #include "cohort/data/transform.hpp"
 
 #include <ATen/ops/empty.h>
-#include <sys/stat.h>
 #include <torch/csrc/api/include/torch/utils.h>
-#include <torch/csrc/jit/serialization/import.h>
 
 #include <sstream>
 
 #include "cohort/error.hpp"
 #include "common/splitmix.hpp"
+#include "common/torchscript_load.hpp"
 
 namespace cohort::data {
-namespace {
-
-constexpr off_t kMaxTransformBytes = off_t{1} << 30;
-
-// c10's messages carry a C++ backtrace after the first line: a user needs the first.
-std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
-
-// The TorchScript interpreter's messages end with the script's own error ("builtins.
-// RuntimeError: ..."), after its traceback: a user needs that last line.
-std::string last_line(const std::string& text) {
-  const auto end = text.find_last_not_of("\n ");
-  if (end == std::string::npos) return text;
-  const auto newline = text.rfind('\n', end);
-  const auto start = newline == std::string::npos ? 0 : newline + 1;
-  return text.substr(start, end + 1 - start);
-}
-
-}  // namespace
+using torchscript::first_line;
+using torchscript::last_line;
 
 struct BatchTransform::Impl {
   std::string path;
@@ -45,19 +28,7 @@ std::int64_t sample_seed(std::uint64_t seed, std::int64_t epoch, std::int64_t in
 BatchTransform::BatchTransform(const std::string& path, bool training)
     : impl_(std::make_unique<Impl>()) {
   impl_->path = path;
-  struct stat st {};
-  COHORT_CHECK(::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode), IoError, path,
-               ": data.transform: no such file");
-  COHORT_CHECK(st.st_size <= kMaxTransformBytes, IoError, path, ": data.transform: ", st.st_size,
-               " bytes, more than a transform may have (1 GiB)");
-  try {
-    impl_->module = torch::jit::load(path);
-  } catch (const c10::Error& e) {
-    COHORT_THROW(IoError, path, ": data.transform: not a TorchScript module (",
-                 first_line(e.what_without_backtrace()), ")");
-  }
-  COHORT_CHECK(impl_->module.find_method("forward").has_value(), IoError, path,
-               ": data.transform: the module has no forward()");
+  impl_->module = torchscript::load<IoError>(path, "data.transform");
   impl_->module.train(training);
 }
 

@@ -16,7 +16,8 @@ const std::vector<KeySpec>& config_table() {
   using K = KeyType;
   static const std::vector<KeySpec> table = {
       // [model]
-      {COHORT_KEY(model, name), K::kChoice, "mlp", "the model", "mlp|cnn|gpt|fields_mlp"},
+      {COHORT_KEY(model, name), K::kChoice, "mlp", "the model",
+       "mlp|cnn|gpt|fields_mlp|torchscript"},
       {COHORT_KEY(model, hidden), K::kIntList, "256,256", "mlp: hidden layer widths", "", 1,
        1048576},
       {COHORT_KEY(model, dropout), K::kFloat, "0.0", "dropout probability (mlp, gpt)", "", 0, 1},
@@ -30,6 +31,11 @@ const std::vector<KeySpec>& config_table() {
        1, 4096},
       {COHORT_KEY(model, context), K::kInt, "128", "gpt: context length (the dataset's seq_len)",
        "", 1, 1048576},
+      {COHORT_KEY(model, file), K::kString, "",
+       "torchscript: the module saved from Python (torch.jit.script or trace; docs/models.md)"},
+      {COHORT_KEY(model, flops_per_sample), K::kFloat, "0",
+       "torchscript: forward + backward FLOPs of one sample, for the monitor (0: unknown)", "", 0,
+       kNoLimit},
       // [data]
       {COHORT_KEY(data, path), K::kString, "",
        "training dataset: file or shard directory (required)"},

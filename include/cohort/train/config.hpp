@@ -45,6 +45,8 @@ struct ModelConfig {
   bool channels_last = false;
   std::int64_t heads = 0;
   std::int64_t context = 0;
+  std::string file;  // torchscript: the saved module
+  double flops_per_sample = 0;
 };
 
 struct DataConfig {

@@ -1,0 +1,146 @@
+// torchscript: a module written in Python and saved with torch.jit.script(m).save(path) or
+// torch.jit.trace(m, example).save(path), named by model.file, trained as the built-in models
+// are. The module's parameters and buffers are registered with this Model under the module's own
+// names (a torch::nn::Module per submodule, mirroring its tree), holding the same tensors: the
+// optimizer, DDP, checkpoints (named as Python's state_dict names them), moves to a device and
+// broadcasts all act on the tensors the scripted forward() reads. train()/eval() reach the
+// scripted module too (its `training` flags: dropout, BatchNorm).
+//
+// forward() takes one tensor (a single-input dataset) or a Dict[str, Tensor] (a field dataset:
+// every input field by name, ragged ones with their "<name>_mask") and returns the logits.
+// A module whose top level is an nn.Sequential is a sequence of blocks, one per child, so that
+// pipeline stages can split it; any other runs whole. Tensor parallelism is refused.
+#include <ATen/ops/zeros.h>
+#include <torch/csrc/jit/api/module.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cohort/comm/communicator.hpp"
+#include "cohort/error.hpp"
+#include "cohort/train/config.hpp"
+#include "cohort/train/model.hpp"
+#include "common/torchscript_load.hpp"
+
+namespace cohort::train {
+namespace {
+
+constexpr const char* kKey = "model.file";
+
+// Registers `from`'s own parameters and buffers with `to` (the same tensors), then a mirror of
+// each child under the child's name.
+void mirror(const torch::jit::Module& from, torch::nn::Module& to) {
+  for (const auto& p : from.named_parameters(/*recurse=*/false)) {
+    to.register_parameter(p.name, p.value, p.value.requires_grad());
+  }
+  for (const auto& b : from.named_buffers(/*recurse=*/false)) to.register_buffer(b.name, b.value);
+  for (const auto& child : from.named_children()) {
+    auto sub = std::make_shared<torch::nn::Module>(child.name);
+    mirror(child.value, *sub);
+    to.register_module(child.name, sub);
+  }
+}
+
+// What forward() takes besides self: a Tensor, or Dict[str, Tensor] (field datasets).
+enum class Takes { kTensor, kDict };
+
+Takes forward_argument(const torch::jit::Module& module, const std::string& path) {
+  const auto& schema = module.get_method("forward").function().getSchema();
+  const auto& args = schema.arguments();
+  COHORT_CHECK(args.size() == 2, ConfigError, path, ": ", kKey, ": forward() takes ",
+               args.size() - 1, " arguments; Cohort passes one (a Tensor, or Dict[str, Tensor])");
+  const auto& type = args[1].type();
+  if (type->kind() == c10::TypeKind::TensorType) return Takes::kTensor;
+  if (const auto dict = type->cast<c10::DictType>()) {
+    if (dict->getKeyType()->kind() == c10::TypeKind::StringType &&
+        dict->getValueType()->kind() == c10::TypeKind::TensorType) {
+      return Takes::kDict;
+    }
+  }
+  COHORT_THROW(ConfigError, path, ": ", kKey, ": forward() takes ", type->str(),
+               "; Cohort passes a Tensor, or Dict[str, Tensor]");
+}
+
+// forward() of the scripted module: LibTorch's and the interpreter's errors (a shape that does
+// not fit, a `raise` in the script) as one line naming the file.
+c10::IValue call(torch::jit::Module& module, std::vector<c10::IValue> args,
+                 const std::string& path) {
+  try {
+    return module.forward(std::move(args));
+  } catch (const c10::Error& e) {
+    COHORT_THROW(ConfigError, path, ": ", kKey,
+                 ": forward() failed: ", torchscript::first_line(e.what_without_backtrace()));
+  } catch (const std::exception& e) {
+    COHORT_THROW(ConfigError, path, ": ", kKey,
+                 ": forward() failed: ", torchscript::last_line(e.what()));
+  }
+}
+
+at::Tensor as_logits(const c10::IValue& out, const std::string& path) {
+  COHORT_CHECK(out.isTensor(), ConfigError, path, ": ", kKey, ": forward() returned ",
+               out.tagKind(), "; Cohort needs a Tensor of logits");
+  return out.toTensor();
+}
+
+class TorchScriptModel : public Model {
+ public:
+  TorchScriptModel(const ModelConfig& config, const ModelInput& input)
+      : path_(config.file), flops_(config.flops_per_sample) {
+    COHORT_CHECK(!path_.empty(), ConfigError, "model.name = torchscript needs model.file");
+    COHORT_CHECK(input.tensor_group == nullptr || input.tensor_group->size() == 1, ConfigError,
+                 path_, ": a TorchScript model cannot be split by parallel.tensor");
+    module_ = torchscript::load<ConfigError>(path_, kKey);
+    takes_ = forward_argument(module_, path_);
+    const bool fields = !input.fields.empty();
+    COHORT_CHECK(fields == (takes_ == Takes::kDict), ConfigError, path_, ": ", kKey,
+                 fields ? ": the dataset has named fields; forward() must take Dict[str, Tensor]"
+                        : ": the dataset has one input; forward() must take a Tensor");
+    mirror(module_, *this);
+    if (module_.type()->name() &&
+        module_.type()->name()->qualifiedName().find("torch.nn.modules.container.Sequential") !=
+            std::string::npos) {
+      for (const auto& child : module_.named_children()) {
+        torch::jit::Module block = child.value;
+        blocks_.push_back({child.name,
+                           {{child.name, named_children()[child.name]}},
+                           [block, path = path_](const at::Tensor& x) mutable {
+                             return as_logits(call(block, {x}, path), path);
+                           }});
+      }
+    }
+  }
+
+  at::Tensor forward(const at::Tensor& inputs) override {
+    return as_logits(call(module_, {inputs}, path_), path_);
+  }
+
+  at::Tensor forward_fields(const std::vector<data::NamedTensor>& fields) override {
+    c10::Dict<std::string, at::Tensor> named;
+    for (const auto& [name, tensor] : fields) named.insert(name, tensor);
+    return as_logits(call(module_, {named}, path_), path_);
+  }
+
+  void train(bool on) override {
+    torch::nn::Module::train(on);
+    module_.train(on);
+  }
+
+  double train_flops_per_sample() const override { return flops_; }
+  std::vector<pipeline::BlockSpec> blocks() override { return blocks_; }
+
+ private:
+  std::string path_;
+  double flops_ = 0;
+  torch::jit::Module module_;
+  Takes takes_ = Takes::kTensor;
+  std::vector<pipeline::BlockSpec> blocks_;  // the children of a top-level nn.Sequential
+};
+
+}  // namespace
+
+COHORT_REGISTER_MODEL(torchscript, [](const ModelConfig& config, const ModelInput& input) {
+  return std::make_shared<TorchScriptModel>(config, input);
+});
+
+}  // namespace cohort::train

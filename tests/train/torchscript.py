@@ -1,0 +1,196 @@
+"""model.name = torchscript against PyTorch itself (Debian's /usr/bin/python3 torch).
+
+Modules written here in Python are scripted (or traced) and saved; Python then trains each for
+20 steps with a plain loop from the saved file's own weights (torch.jit.load), in the order of
+torch's DistributedSampler, while `cohort train` trains the same file on 1 rank (batch 32) and on
+2 ranks (16 each). The parameters Cohort's last checkpoint holds (exported with `cohort ckpt
+export`, named as the module's state_dict names them) must equal Python's within 1e-5 (and, on
+one rank, BatchNorm's running statistics too).
+
+The 2-rank reference is one process computing each rank's half-batch separately (its own
+BatchNorm batch statistics, as a DDP rank without SyncBatchNorm has) and averaging the two
+losses, which is what DDP's averaged gradients are. Models: an nn.Sequential MLP (scripted), a
+CNN with BatchNorm (scripted), a traced MLP, and a scripted MLP with a data-dependent branch;
+SGD with momentum for all, AdamW for the first two. Then the bad inputs: a pickled state_dict,
+random bytes, a forward() of two arguments and a missing file are each refused in one line
+naming the file, exit 2.
+
+Usage: torchscript.py COHORT WORKDIR   (MPIEXEC, MPIEXEC_FLAGS from the environment)
+"""
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+
+import h5py
+import numpy as np
+import torch
+from torch.utils.data.distributed import DistributedSampler
+
+cohort, work = sys.argv[1], sys.argv[2]
+shutil.rmtree(work, ignore_errors=True)
+os.makedirs(work)
+os.chdir(work)
+launcher = shlex.split(os.environ.get("MPIEXEC", "mpiexec")) + shlex.split(
+    os.environ.get("MPIEXEC_FLAGS", ""))
+STEPS, BATCH, SEED, N = 20, 32, 3, 512
+
+
+def fail(what):
+    print("FAIL:", what)
+    sys.exit(1)
+
+
+# A learnable rule: the class is the position of the largest of the first ten pixels.
+rng = np.random.default_rng(7)
+x = rng.standard_normal((N, 1, 8, 8)).astype(np.float32)
+y = x.reshape(N, -1)[:, :10].argmax(1).astype(np.int64)
+with h5py.File("set.h5", "w") as f:
+    f["inputs"] = x
+    f["targets"] = y
+    f.attrs["format_version"] = 1
+    f.attrs["classes"] = 10
+
+
+class Cnn(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        # No bias before BatchNorm (which removes it): its gradient is rounding noise, which
+        # AdamW's normalised step turns into arbitrary moves.
+        self.conv = torch.nn.Conv2d(1, 6, 3, padding=1, bias=False)
+        self.bn = torch.nn.BatchNorm2d(6)
+        self.head = torch.nn.Linear(6 * 4 * 4, 10)
+
+    def forward(self, x):
+        h = torch.nn.functional.avg_pool2d(torch.relu(self.bn(self.conv(x))), 2)
+        return self.head(h.flatten(1))
+
+
+class Mlp(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(64, 24)
+        self.out = torch.nn.Linear(24, 10)
+
+    def forward(self, x):
+        return self.out(torch.tanh(self.fc(x.flatten(1))))
+
+
+class Branch(Mlp):
+    def forward(self, x):
+        h = self.fc(x.flatten(1))
+        if bool(h.mean() > 0):  # data-dependent control flow: only scripting keeps it
+            h = torch.relu(h)
+        else:
+            h = torch.tanh(h)
+        return self.out(h)
+
+
+torch.manual_seed(SEED)
+seq = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(64, 32), torch.nn.ReLU(),
+                          torch.nn.Linear(32, 10))
+torch.jit.script(seq).save("seq.pt")
+torch.jit.script(Cnn()).save("cnn.pt")
+torch.jit.trace(Mlp(), torch.zeros(2, 1, 8, 8)).save("traced.pt")
+torch.jit.script(Branch()).save("branch.pt")
+
+
+def batches(world, rank, epoch):
+    sampler = DistributedSampler(range(N), num_replicas=world, rank=rank, shuffle=True, seed=SEED)
+    sampler.set_epoch(epoch)
+    order = list(sampler)
+    per = BATCH // world
+    return [order[i:i + per] for i in range(0, len(order), per)]
+
+
+def reference(model_file, optimizer, world):
+    module = torch.jit.load(model_file)
+    module.train()
+    params = list(module.parameters())
+    if optimizer == "sgd":
+        opt = torch.optim.SGD(params, lr=0.05, momentum=0.9)
+    else:
+        opt = torch.optim.AdamW(params, lr=0.003, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0)
+    step, epoch = 0, 0
+    while step < STEPS:
+        per_rank = [batches(world, r, epoch) for r in range(world)]
+        for b in range(len(per_rank[0])):
+            if step == STEPS:
+                break
+            opt.zero_grad()
+            loss = sum(torch.nn.functional.cross_entropy(
+                module(torch.from_numpy(x[per_rank[r][b]])), torch.from_numpy(y[per_rank[r][b]]))
+                for r in range(world)) / world
+            loss.backward()
+            opt.step()
+            step += 1
+        epoch += 1
+    state = {k: v.detach().clone() for k, v in module.named_parameters()}
+    if world == 1:  # BatchNorm's running statistics too (2 ranks: each rank keeps its own)
+        state.update({k: v.detach().clone() for k, v in module.named_buffers()})
+    return state
+
+
+def cohort_run(model_file, optimizer, world, run):
+    launch = [] if world == 1 else launcher + ["-np", str(world)]
+    lr = "0.05" if optimizer == "sgd" else "0.003"
+    cmd = launch + [cohort, "train", "--set", "model.name=torchscript",
+                    "--set", f"model.file={model_file}", "--set", "data.path=set.h5",
+                    "--set", f"data.batch_size={BATCH // world}", "--set", f"optim.name={optimizer}",
+                    "--set", f"optim.lr={lr}", "--set", "optim.momentum=0.9",
+                    "--set", f"train.seed={SEED}", "--set", f"train.max_steps={STEPS}",
+                    "--set", "train.epochs=10", "--set", "train.log_every=0",
+                    "--set", f"checkpoint.every_steps={STEPS}", "--set", f"train.run_dir={run}"]
+    done = subprocess.run(cmd, capture_output=True, text=True)
+    if done.returncode != 0:
+        fail(f"{run}: {done.stdout[-2000:]}{done.stderr[-2000:]}")
+    out = f"{run}.pt"
+    subprocess.run([cohort, "ckpt", "export", f"{run}/checkpoints", "-o", out], check=True,
+                   capture_output=True)
+    return torch.load(out)
+
+
+cases = [("seq.pt", "sgd"), ("seq.pt", "adamw"), ("cnn.pt", "sgd"), ("cnn.pt", "adamw"),
+         ("traced.pt", "sgd"), ("branch.pt", "sgd")]
+if len(sys.argv) > 3:  # one case, to look at: torchscript.py COHORT WORK cnn.pt adamw
+    cases = [(sys.argv[3], sys.argv[4])]
+for model_file, optimizer in cases:
+    for world in (1, 2):
+        want = reference(model_file, optimizer, world)
+        got = cohort_run(model_file, optimizer, world, f"{model_file[:-3]}-{optimizer}-{world}")
+        names = {k for k, _ in torch.jit.load(model_file).named_parameters()}
+        names |= {k for k, _ in torch.jit.load(model_file).named_buffers()}
+        if set(got) != names or not set(want) <= names:
+            fail(f"{model_file}: exported names {sorted(got)}, the module's {sorted(names)}")
+        start = {k: v for k, v in torch.jit.load(model_file).named_parameters()}
+        moved = max(float((want[k] - start[k]).abs().max()) for k in start)
+        diff = max(float((got[k].double() - want[k].double()).abs().max()) for k in want)
+        print(f"{model_file:10s} {optimizer:5s} {world} rank(s): max |cohort - torch| = {diff:.1e} "
+              f"(parameters moved up to {moved:.2e})")
+        if not diff <= 1e-5 or moved < 1e-3:
+            per = {k: float((got[k].double() - want[k].double()).abs().max()) for k in want}
+            fail(f"{model_file} {optimizer} {world} ranks: differs by {diff} (moved {moved}): {per}")
+
+
+class TwoArgs(torch.nn.Module):
+    def forward(self, x, y):
+        return x + y
+
+
+torch.save(seq.state_dict(), "state_dict.pt")  # what users have: not TorchScript
+torch.jit.script(TwoArgs()).save("two_args.pt")
+with open("garbage.pt", "wb") as f:
+    f.write(os.urandom(4096))
+for bad, needle in (("state_dict.pt", "state_dict.pt: model.file: not a TorchScript module"),
+                    ("garbage.pt", "garbage.pt: model.file: not a TorchScript module"),
+                    ("two_args.pt", "two_args.pt: model.file: forward() takes 2 arguments"),
+                    ("missing.pt", "missing.pt: model.file: no such file")):
+    done = subprocess.run([cohort, "train", "--set", "model.name=torchscript",
+                           "--set", f"model.file={bad}", "--set", "data.path=set.h5",
+                           "--set", f"train.run_dir=bad-{bad}"], capture_output=True, text=True)
+    lines = done.stderr.strip().splitlines()
+    if done.returncode != 2 or not lines or needle not in lines[-1] or len(lines[-1]) > 400:
+        fail(f"{bad}: exit {done.returncode}, {done.stderr[-1500:]}")
+    print(f"refused (exit 2): {lines[-1]}")
+print("PASS")
