@@ -18,9 +18,9 @@ using cohort::train::ModelInput;
 BOOST_AUTO_TEST_SUITE(train_models)
 
 BOOST_AUTO_TEST_CASE(every_model_is_registered) {
-  BOOST_TEST(
-      cohort::train::model_names() == (std::vector<std::string>{"cnn", "fields_mlp", "gpt", "mlp"}),
-      boost::test_tools::per_element());
+  BOOST_TEST(cohort::train::model_names() ==
+                 (std::vector<std::string>{"cnn", "fields_mlp", "gpt", "mlp", "torchscript"}),
+             boost::test_tools::per_element());
 }
 
 BOOST_AUTO_TEST_CASE(mlp_maps_samples_to_class_logits) {
