@@ -3,10 +3,13 @@
 #include <ATen/core/Dict.h>
 #include <ATen/core/ivalue.h>
 #include <ATen/ops/empty.h>
+#include <c10/core/GradMode.h>
 #include <torch/csrc/jit/serialization/pickle.h>
 #include <unistd.h>
 
 #include <cstdio>
+#include <fstream>
+#include <map>
 #include <string_view>
 #include <vector>
 
@@ -15,6 +18,7 @@
 #include "cohort/ckpt/reader.hpp"
 #include "cohort/error.hpp"
 #include "cohort/io/files.hpp"
+#include "common/torchscript_load.hpp"
 #include "io/h5/file.hpp"
 #include "io/h5/h5_check.hpp"
 
@@ -59,6 +63,41 @@ ExportSummary write_torch(CheckpointReader& reader, const std::string& tmp,
   }
   const std::vector<char> bytes = torch::jit::pickle_save(c10::IValue(dict));
   write_file_synced(tmp, std::string_view(bytes.data(), bytes.size()));
+  return summary;
+}
+
+// The module's parameters and buffers (recursively, by their dotted names), overwritten in place.
+ExportSummary write_torchscript(CheckpointReader& reader, const std::string& tmp,
+                                const ExportOptions& options) {
+  const std::string& file = options.torchscript;
+  torch::jit::Module module = torchscript::load<UsageError>(file, "--torchscript");
+  std::map<std::string, const TensorEntry*> stored;
+  for (const auto& [name, entry] : selection(reader.manifest(), options)) stored[name] = entry;
+  ExportSummary summary;
+  c10::AutoGradMode no_grad(false);  // copy_ into parameters that require gradients
+  const auto replace = [&](const std::string& name, at::Tensor target) {
+    const auto it = stored.find(name);
+    COHORT_CHECK(it != stored.end(), UsageError, reader.path(), ": no tensor '", options.prefix,
+                 name, "', which ", file, " has (not the module this run trained?)");
+    const TensorEntry& entry = *it->second;
+    COHORT_CHECK(entry.shape == target.sizes().vec(), UsageError, reader.path(), ": tensor '",
+                 options.prefix, name, "' is ", shape_text(entry.shape), " where ", file, " has ",
+                 shape_text(target.sizes().vec()));
+    target.copy_(read_tensor(reader, entry, options.verify));
+    summary.tensors += 1;
+    summary.bytes += entry.numel() * dtype_bytes(entry.dtype);
+    stored.erase(it);
+  };
+  for (const auto& p : module.named_parameters(/*recurse=*/true)) replace(p.name, p.value);
+  for (const auto& b : module.named_buffers(/*recurse=*/true)) replace(b.name, b.value);
+  COHORT_CHECK(stored.empty(), UsageError, reader.path(), ": tensor '", options.prefix,
+               stored.empty() ? "" : stored.begin()->first, "' is not in ", file,
+               " (not the module this run trained?)");
+  std::ofstream out(tmp, std::ios::binary);
+  module.save(out);
+  out.close();
+  COHORT_CHECK(out.good(), IoError, tmp, ": cannot write");
+  fsync_file(tmp);
   return summary;
 }
 
@@ -115,8 +154,14 @@ ExportSummary export_checkpoint(const std::string& path, const std::string& out_
   const std::string tmp = out_path + ".tmp-" + std::to_string(::getpid());
   ExportSummary summary;
   try {
-    summary = format == ExportFormat::kTorch ? write_torch(reader, tmp, options)
-                                             : write_hdf5(reader, tmp, options);
+    if (!options.torchscript.empty()) {
+      COHORT_CHECK(format == ExportFormat::kTorch, UsageError, out_path,
+                   ": a TorchScript export is a .pt file");
+      summary = write_torchscript(reader, tmp, options);
+    } else {
+      summary = format == ExportFormat::kTorch ? write_torch(reader, tmp, options)
+                                               : write_hdf5(reader, tmp, options);
+    }
     COHORT_CHECK(summary.tensors > 0, UsageError, reader.path(), ": no tensor name starts with '",
                  options.prefix, "'");
     io::commit_file(tmp, out_path);

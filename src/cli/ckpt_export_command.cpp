@@ -27,7 +27,9 @@ int export_files(const std::vector<std::string>& args) {
       "prefix", po::value(&options.prefix)->default_value("model."),
       "export the tensors whose names start with this (\"\" for the whole training state)")(
       "keep-names", "keep the prefix in the exported names")(
-      "no-verify", "do not check the slices against their checksums");
+      "no-verify", "do not check the slices against their checksums")(
+      "torchscript", po::value(&options.torchscript),
+      "write this TorchScript module (the run's model.file) with the checkpoint's weights");
   po::positional_options_description positional;
   positional.add("path", 1);
   po::variables_map vm;

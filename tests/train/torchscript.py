@@ -14,7 +14,9 @@ CNN with BatchNorm (scripted), a traced MLP, and a scripted MLP with a data-depe
 SGD with momentum for all, AdamW for the first two. The Sequential also as 2 pipeline stages
 (and the CNN refused as stages). Then the bad inputs: a pickled state_dict,
 random bytes, a forward() of two arguments and a missing file are each refused in one line
-naming the file, exit 2.
+naming the file, exit 2. Each 1-rank run is exported back as TorchScript (`cohort ckpt export
+--torchscript`), which torch.jit.load runs with outputs within 1e-6 of PyTorch's trained module;
+exporting into a module it did not train is refused.
 
 Usage: torchscript.py COHORT WORKDIR   (MPIEXEC, MPIEXEC_FLAGS from the environment)
 """
@@ -130,6 +132,7 @@ def reference(model_file, optimizer, world):
     state = {k: v.detach().clone() for k, v in module.named_parameters()}
     if world == 1:  # BatchNorm's running statistics too (2 ranks: each rank keeps its own)
         state.update({k: v.detach().clone() for k, v in module.named_buffers()})
+    reference.module = module
     return state
 
 
@@ -173,6 +176,21 @@ for model_file, optimizer in cases:
         if not diff <= 1e-5 or moved < 1e-3:
             per = {k: float((got[k].double() - want[k].double()).abs().max()) for k in want}
             fail(f"{model_file} {optimizer} {world} ranks: differs by {diff} (moved {moved}): {per}")
+        if world == 1:
+            # Exported back as TorchScript: Python's torch.jit.load runs it, and in eval mode its
+            # outputs equal those of PyTorch's own trained module.
+            run = f"{model_file[:-3]}-{optimizer}-{world}"
+            subprocess.run([cohort, "ckpt", "export", f"{run}/checkpoints", "-o",
+                            f"{run}-scripted.pt", "--torchscript", model_file], check=True,
+                           capture_output=True)
+            exported = torch.jit.load(f"{run}-scripted.pt")
+            exported.eval()
+            reference.module.eval()
+            probe = torch.from_numpy(x[:64])
+            out_diff = float((exported(probe) - reference.module(probe)).abs().max())
+            print(f"{'':10s} {'':5s} exported as TorchScript: outputs within {out_diff:.1e}")
+            if not out_diff <= 1e-6:
+                fail(f"{run}: the exported module's outputs differ by {out_diff}")
 
 # A top-level nn.Sequential splits into pipeline stages (one per child here): 2 stages x 1 data
 # rank train as one process; any other module is refused when stages are asked for.
@@ -189,6 +207,13 @@ done = subprocess.run(launcher + ["-np", "2", cohort, "train", "--set", "model.n
                       capture_output=True, text=True)
 if done.returncode == 0 or "cannot be split into pipeline stages" not in done.stderr:
     fail(f"a non-Sequential module split into stages: {done.stderr[-1500:]}")
+
+done = subprocess.run([cohort, "ckpt", "export", "seq-sgd-1/checkpoints", "-o", "wrong.pt",
+                       "--torchscript", "cnn.pt"], capture_output=True, text=True)
+if done.returncode != 2 or "not the module this run trained" not in done.stderr or \
+        os.path.exists("wrong.pt"):
+    fail(f"export into another module: exit {done.returncode}, {done.stderr[-800:]}")
+print(f"refused (exit 2): {done.stderr.strip().splitlines()[-1]}")
 
 
 class TwoArgs(torch.nn.Module):

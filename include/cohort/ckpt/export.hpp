@@ -6,6 +6,7 @@
 //  - kHdf5 (.h5/.hdf5): one dataset per tensor at the root, named by the tensor, with its global
 //    shape; bfloat16 is widened to float32 (exactly) and bool stored as uint8, the original type in
 //    the dataset's `dtype` attribute; the root's attributes say where it came from.
+// With ExportOptions::torchscript, the output is that module with the trained weights.
 // Tensors are reassembled from their slices whatever world size wrote them, verified against
 // their checksums unless told not to. The output appears whole or not at all (temporary file,
 // fsync, rename). The whole selection is held in memory at once for kTorch, one tensor at a time
@@ -26,6 +27,12 @@ struct ExportOptions {
   std::string prefix = "model.";  // export the tensors whose names start with it ("": all)
   bool strip_prefix = true;       // and drop it from their names
   bool verify = true;
+  // A TorchScript module (the file a `model.name = torchscript` run trained): the output is that
+  // module with every parameter and buffer replaced by the checkpoint's tensor of the same name
+  // (the prefix's), saved as TorchScript, which Python's torch.jit.load runs. Every one of the
+  // module's tensors must be in the checkpoint with its shape, and no other: UsageError naming
+  // both otherwise.
+  std::string torchscript;
 };
 
 struct ExportSummary {
