@@ -91,9 +91,9 @@ class TorchScriptModel : public Model {
     COHORT_CHECK(input.tensor_group == nullptr || input.tensor_group->size() == 1, ConfigError,
                  path_, ": a TorchScript model cannot be split by parallel.tensor");
     module_ = torchscript::load<ConfigError>(path_, kKey);
-    takes_ = forward_argument(module_, path_);
+    const Takes takes = forward_argument(module_, path_);
     const bool fields = !input.fields.empty();
-    COHORT_CHECK(fields == (takes_ == Takes::kDict), ConfigError, path_, ": ", kKey,
+    COHORT_CHECK(fields == (takes == Takes::kDict), ConfigError, path_, ": ", kKey,
                  fields ? ": the dataset has named fields; forward() must take Dict[str, Tensor]"
                         : ": the dataset has one input; forward() must take a Tensor");
     mirror(module_, *this);
@@ -133,7 +133,6 @@ class TorchScriptModel : public Model {
   std::string path_;
   double flops_ = 0;
   torch::jit::Module module_;
-  Takes takes_ = Takes::kTensor;
   std::vector<pipeline::BlockSpec> blocks_;  // the children of a top-level nn.Sequential
 };
 
