@@ -10,10 +10,13 @@ one rank, BatchNorm's running statistics too).
 The 2-rank reference is one process computing each rank's half-batch separately (its own
 BatchNorm batch statistics, as a DDP rank without SyncBatchNorm has) and averaging the two
 losses, which is what DDP's averaged gradients are. Models: an nn.Sequential MLP (scripted), a
-CNN with BatchNorm (scripted), a traced MLP, and a scripted MLP with a data-dependent branch;
-SGD with momentum for all, AdamW for the first two. The Sequential also as 2 pipeline stages
+CNN with BatchNorm (scripted), a traced MLP, a scripted MLP with a data-dependent branch, and a
+module taking Dict[str, Tensor] on a field dataset written by h5py (ragged token ids, padded per
+rank with their mask, and features; the Python side pads as the loader documents); SGD with
+momentum for all, AdamW for the first two and the last. The Sequential also as 2 pipeline stages
 (and the CNN refused as stages). Then the bad inputs: a pickled state_dict,
-random bytes, a forward() of two arguments and a missing file are each refused in one line
+random bytes, a forward() of two arguments, a missing file, and a Tensor module on the field
+set (and the reverse) are each refused in one line
 naming the file, exit 2. Each 1-rank run is exported back as TorchScript (`cohort ckpt export
 --torchscript`), which torch.jit.load runs with outputs within 1e-6 of PyTorch's trained module;
 exporting into a module it did not train is refused.
@@ -25,6 +28,8 @@ import shlex
 import shutil
 import subprocess
 import sys
+
+from typing import Dict
 
 import h5py
 import numpy as np
@@ -54,6 +59,51 @@ with h5py.File("set.h5", "w") as f:
     f["targets"] = y
     f.attrs["format_version"] = 1
     f.attrs["classes"] = 10
+
+# A field dataset (format 2, written by h5py alone): ragged token ids (0 to 12 per sample) and 4
+# float features; the class is the largest feature's position plus 4 if sample's first token is
+# odd (an empty sample: plus 0).
+lengths = rng.integers(0, 13, N)
+offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+tokens = rng.integers(0, 50, int(offsets[-1])).astype(np.int32)
+features = rng.standard_normal((N, 4)).astype(np.float32)
+first_odd = np.array([lengths[i] > 0 and tokens[offsets[i]] % 2 == 1 for i in range(N)])
+labels = (features.argmax(1) + 4 * first_odd).astype(np.int64)
+with h5py.File("fields.h5", "w") as f:
+    f.attrs["format_version"] = 2
+    f.attrs["classes"] = 8
+    g = f.create_group("inputs/tokens")
+    g["values"], g["offsets"] = tokens, offsets
+    g.attrs["vocab_size"] = 50
+    f["inputs/features"] = features
+    f["targets/label"] = labels
+
+
+def field_batch(idx):
+    """What Cohort's loader gives a module for these samples: every input by name, the ragged
+    one padded with zeros to the batch's longest sample and followed by its mask."""
+    longest = max(int(lengths[i]) for i in idx)
+    ids = torch.zeros(len(idx), longest, dtype=torch.int64)
+    mask = torch.zeros(len(idx), longest, dtype=torch.bool)
+    for row, i in enumerate(idx):
+        n = int(lengths[i])
+        ids[row, :n] = torch.from_numpy(tokens[offsets[i]:offsets[i] + n].astype(np.int64))
+        mask[row, :n] = True
+    return {"tokens": ids, "tokens_mask": mask, "features": torch.from_numpy(features[idx])}
+
+
+class Fields(torch.nn.Module):
+    """Takes the batch by name: a bag of embeddings over the mask, beside the features."""
+
+    def __init__(self):
+        super().__init__()
+        self.embed = torch.nn.Embedding(50, 8)
+        self.head = torch.nn.Linear(8 + 4, 8)
+
+    def forward(self, x: Dict[str, torch.Tensor]) -> torch.Tensor:
+        mask = x["tokens_mask"].unsqueeze(-1).to(torch.float32)
+        bag = (self.embed(x["tokens"]) * mask).sum(1) / mask.sum(1).clamp(min=1.0)
+        return self.head(torch.cat([bag, x["features"]], 1))
 
 
 class Cnn(torch.nn.Module):
@@ -97,6 +147,13 @@ torch.jit.script(seq).save("seq.pt")
 torch.jit.script(Cnn()).save("cnn.pt")
 torch.jit.trace(Mlp(), torch.zeros(2, 1, 8, 8)).save("traced.pt")
 torch.jit.script(Branch()).save("branch.pt")
+torch.jit.script(Fields()).save("fields.pt")
+DATA = {"fields.pt": ("fields.h5", field_batch, labels)}
+
+
+def inputs_of(model_file):
+    """The module's data set, its input for given sample indices, and the labels."""
+    return DATA.get(model_file, ("set.h5", lambda idx: torch.from_numpy(x[idx]), y))
 
 
 def batches(world, rank, epoch):
@@ -115,6 +172,7 @@ def reference(model_file, optimizer, world):
         opt = torch.optim.SGD(params, lr=0.05, momentum=0.9)
     else:
         opt = torch.optim.AdamW(params, lr=0.003, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0)
+    _, batch_of, target = inputs_of(model_file)
     step, epoch = 0, 0
     while step < STEPS:
         per_rank = [batches(world, r, epoch) for r in range(world)]
@@ -123,7 +181,7 @@ def reference(model_file, optimizer, world):
                 break
             opt.zero_grad()
             loss = sum(torch.nn.functional.cross_entropy(
-                module(torch.from_numpy(x[per_rank[r][b]])), torch.from_numpy(y[per_rank[r][b]]))
+                module(batch_of(per_rank[r][b])), torch.from_numpy(target[per_rank[r][b]]))
                 for r in range(world)) / world
             loss.backward()
             opt.step()
@@ -140,8 +198,8 @@ def cohort_run(model_file, optimizer, world, run, stages=1):
     launch = [] if world * stages == 1 else launcher + ["-np", str(world * stages)]
     lr = "0.05" if optimizer == "sgd" else "0.003"
     cmd = launch + [cohort, "train", "--set", "model.name=torchscript",
-                    "--set", f"model.file={model_file}", "--set", "data.path=set.h5",
-                    "--set", f"data.batch_size={BATCH // world}", "--set", f"optim.name={optimizer}",
+                    "--set", f"model.file={model_file}",
+                    "--set", f"data.path={inputs_of(model_file)[0]}", "--set", f"data.batch_size={BATCH // world}", "--set", f"optim.name={optimizer}",
                     "--set", f"optim.lr={lr}", "--set", "optim.momentum=0.9",
                     "--set", f"train.seed={SEED}", "--set", f"train.max_steps={STEPS}",
                     "--set", "train.epochs=10", "--set", "train.log_every=0",
@@ -157,7 +215,7 @@ def cohort_run(model_file, optimizer, world, run, stages=1):
 
 
 cases = [("seq.pt", "sgd"), ("seq.pt", "adamw"), ("cnn.pt", "sgd"), ("cnn.pt", "adamw"),
-         ("traced.pt", "sgd"), ("branch.pt", "sgd")]
+         ("traced.pt", "sgd"), ("branch.pt", "sgd"), ("fields.pt", "sgd"), ("fields.pt", "adamw")]
 if len(sys.argv) > 3:  # one case, to look at: torchscript.py COHORT WORK cnn.pt adamw
     cases = [(sys.argv[3], sys.argv[4])]
 for model_file, optimizer in cases:
@@ -186,7 +244,7 @@ for model_file, optimizer in cases:
             exported = torch.jit.load(f"{run}-scripted.pt")
             exported.eval()
             reference.module.eval()
-            probe = torch.from_numpy(x[:64])
+            probe = inputs_of(model_file)[1](list(range(64)))
             out_diff = float((exported(probe) - reference.module(probe)).abs().max())
             print(f"{'':10s} {'':5s} exported as TorchScript: outputs within {out_diff:.1e}")
             if not out_diff <= 1e-6:
@@ -225,15 +283,21 @@ torch.save(seq.state_dict(), "state_dict.pt")  # what users have: not TorchScrip
 torch.jit.script(TwoArgs()).save("two_args.pt")
 with open("garbage.pt", "wb") as f:
     f.write(os.urandom(4096))
-for bad, needle in (("state_dict.pt", "state_dict.pt: model.file: not a TorchScript module"),
-                    ("garbage.pt", "garbage.pt: model.file: not a TorchScript module"),
-                    ("two_args.pt", "two_args.pt: model.file: forward() takes 2 arguments"),
-                    ("missing.pt", "missing.pt: model.file: no such file")):
+for bad, needle, data in (
+        ("state_dict.pt", "state_dict.pt: model.file: not a TorchScript module", "set.h5"),
+        ("garbage.pt", "garbage.pt: model.file: not a TorchScript module", "set.h5"),
+        ("two_args.pt", "two_args.pt: model.file: forward() takes 2 arguments", "set.h5"),
+        ("missing.pt", "missing.pt: model.file: no such file", "set.h5"),
+        ("seq.pt", "seq.pt: model.file: the dataset has named fields; forward() must take Dict",
+         "fields.h5"),
+        ("fields.pt", "fields.pt: model.file: the dataset has one input; forward() must take a "
+         "Tensor", "set.h5")):
     done = subprocess.run([cohort, "train", "--set", "model.name=torchscript",
-                           "--set", f"model.file={bad}", "--set", "data.path=set.h5",
-                           "--set", f"train.run_dir=bad-{bad}"], capture_output=True, text=True)
+                           "--set", f"model.file={bad}", "--set", f"data.path={data}",
+                           "--set", f"train.run_dir=bad-{bad}-{data}"],
+                          capture_output=True, text=True)
     lines = done.stderr.strip().splitlines()
     if done.returncode != 2 or not lines or needle not in lines[-1] or len(lines[-1]) > 400:
-        fail(f"{bad}: exit {done.returncode}, {done.stderr[-1500:]}")
+        fail(f"{bad} on {data}: exit {done.returncode}, {done.stderr[-1500:]}")
     print(f"refused (exit 2): {lines[-1]}")
 print("PASS")
