@@ -183,10 +183,13 @@ int bench_io(const std::vector<std::string>& args) {
                              {"mib_per_s", row.mb_per_s},
                              {"samples_per_s", row.samples_per_s},
                              {"ratio_vs_raw", row.ratio_vs_raw},
-                             {"ratio_vs_pieces", row.ratio_vs_pieces}});
+                             {"ratio_vs_pieces", row.ratio_vs_pieces},
+                             {"ratio_vs_pieces_2_threads", row.ratio_vs_pieces_2t}});
     }
     for (const auto& w : r.waits) {
       out["wait"].push_back({{"prefetch", w.prefetch},
+                             {"caller_reads", w.caller_reads},
+                             {"own_reads", w.own_reads},
                              {"step_ms", w.step_ms},
                              {"wait_ms", w.wait_ms},
                              {"wait_share", w.wait_share}});
@@ -197,17 +200,21 @@ int bench_io(const std::vector<std::string>& args) {
   std::printf("data path vs raw read, %lld samples, %.1f MiB, batch %lld, median of %d rounds\n",
               static_cast<long long>(r.samples), r.file_bytes / 1048576.0,
               static_cast<long long>(o.batch), o.rounds);
-  std::printf("  %-44s %9s %10s %12s %8s %9s\n", "variant", "seconds", "MiB/s", "samples/s",
-              "vs raw", "vs pieces");
+  std::printf("  %-62s %8s %9s %11s %7s %9s %7s\n", "variant", "seconds", "MiB/s", "samples/s",
+              "vs raw", "vs pieces", "vs 2 thr");
   for (const auto& row : r.rows) {
-    std::printf("  %-44s %9.3f %10.1f %12.0f %8.3f %9.3f\n", row.name.c_str(), row.seconds,
-                row.mb_per_s, row.samples_per_s, row.ratio_vs_raw, row.ratio_vs_pieces);
+    std::printf("  %-62s %8.3f %9.1f %11.0f %7.3f %9.3f %7.3f\n", row.name.c_str(), row.seconds,
+                row.mb_per_s, row.samples_per_s, row.ratio_vs_raw, row.ratio_vs_pieces,
+                row.ratio_vs_pieces_2t);
   }
   std::printf("data wait in a training step (model step %.2f ms, shuffled batches):\n",
               r.compute_ms);
   for (const auto& w : r.waits) {
-    std::printf("  prefetch %d: step %.2f ms, waiting %.2f ms = %.1f%% of the step\n", w.prefetch,
-                w.step_ms, w.wait_ms, 100 * w.wait_share);
+    std::printf("  prefetch %d%s: step %.2f ms, waiting %.2f ms = %.1f%% of the step", w.prefetch,
+                w.prefetch > 0 && !w.caller_reads ? ", caller sleeps" : "", w.step_ms, w.wait_ms,
+                100 * w.wait_share);
+    if (w.caller_reads) std::printf(" (%.0f%% of the batches read by it)", 100 * w.own_reads);
+    std::printf("\n");
   }
   std::printf("note: %s\n", r.cache_note.c_str());
   return 0;

@@ -81,10 +81,12 @@ std::optional<BatchPieces> batch_pieces(const std::string& path, std::int64_t ba
   return pieces;
 }
 
-std::int64_t pieces_read(const BatchPieces& pieces, std::vector<std::vector<char>>& buffers) {
+std::int64_t pieces_read(const BatchPieces& pieces, std::vector<std::vector<char>>& buffers,
+                         std::size_t first, std::size_t stride) {
   std::int64_t total = 0;
   std::size_t next = 0;
-  for (const auto& batch : pieces.batches) {
+  for (std::size_t b = first; b < pieces.batches.size(); b += stride) {
+    const auto& batch = pieces.batches[b];
     char* at = buffers[next++ % buffers.size()].data();
     for (const auto& read : batch) {
       std::size_t left = read.extent.bytes;

@@ -29,8 +29,10 @@ struct BatchPieces {
 // set is a token stream.
 std::optional<BatchPieces> batch_pieces(const std::string& path, std::int64_t batch);
 
-// pread of every batch's pieces, each batch into the next of `buffers` (as batches in flight
-// are: the one in use, the ones read ahead); returns the bytes read.
-std::int64_t pieces_read(const BatchPieces& pieces, std::vector<std::vector<char>>& buffers);
+// pread of the pieces of batches first, first + stride, ..., each batch into the next of
+// `buffers` (as batches in flight are: the one in use, the ones read ahead); returns the bytes
+// read. stride > 1: one of several threads sharing the pass.
+std::int64_t pieces_read(const BatchPieces& pieces, std::vector<std::vector<char>>& buffers,
+                         std::size_t first = 0, std::size_t stride = 1);
 
 }  // namespace cohort::data

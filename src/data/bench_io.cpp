@@ -13,6 +13,7 @@
 #include <cstring>
 #include <filesystem>
 #include <functional>
+#include <thread>
 
 #include "cohort/comm/allocator.hpp"
 #include "cohort/data/loader.hpp"
@@ -101,10 +102,11 @@ LoaderOptions loader_options(const std::string& path, std::int64_t batch, bool s
 
 // One epoch through a DataLoader: as stored, or converted to normalized float32. Timed from the
 // first next() (which starts the producer) to the epoch's end; opening is not.
-Pass loader_pass(const std::string& path, std::int64_t batch, bool shuffle, int prefetch,
-                 bool raw) {
+Pass loader_pass(const std::string& path, std::int64_t batch, bool shuffle, int prefetch, bool raw,
+                 bool caller_reads = true) {
   auto options = loader_options(path, batch, shuffle, prefetch);
   options.reader.raw = raw;
+  options.caller_reads = caller_reads;
   DataLoader loader(options);
   return timed([&] {
     while (loader.next()) {
@@ -129,8 +131,10 @@ struct Model {
 };
 
 WaitRow wait_share(const std::string& path, const IoBenchOptions& o, int prefetch,
-                   const Model& model) {
-  DataLoader loader(loader_options(path, o.batch, true, prefetch));
+                   const Model& model, bool caller_reads = true) {
+  auto options = loader_options(path, o.batch, true, prefetch);
+  options.caller_reads = caller_reads;
+  DataLoader loader(options);
   double compute = 0;
   int steps = 0;
   while (steps < o.wait_steps) {
@@ -141,6 +145,8 @@ WaitRow wait_share(const std::string& path, const IoBenchOptions& o, int prefetc
   }
   WaitRow row;
   row.prefetch = prefetch;
+  row.caller_reads = caller_reads && prefetch > 0;
+  row.own_reads = static_cast<double>(loader.wait().own_reads) / steps;
   row.wait_ms = 1e3 * loader.wait().total_seconds / steps;
   row.step_ms = row.wait_ms + 1e3 * compute / steps;
   row.wait_share = row.wait_ms / row.step_ms;
@@ -201,9 +207,21 @@ std::vector<IoBenchRow> throughput(const std::string& path, const IoBenchOptions
   std::vector<std::vector<char>> piece_buffers(3, std::vector<char>(pieces ? pieces->largest : 0));
   std::vector<std::pair<std::string, std::function<Pass()>>> variants = {
       {"raw read(2), sequential", [&] { return timed([&] { return raw_read(files, buffer); }); }}};
+  std::vector<std::vector<char>> second_buffers = piece_buffers;
   if (pieces) {
     variants.emplace_back("raw pread(2), each batch's pieces", [&] {
       return timed([&] { return pieces_read(*pieces, piece_buffers); });
+    });
+    // Two threads, alternate batches: what two readers (a loader's worker and its caller) can
+    // draw from the page cache at most.
+    variants.emplace_back("raw pread(2), each batch's pieces, 2 threads", [&] {
+      return timed([&] {
+        std::int64_t other = 0;
+        std::thread helper([&] { other = pieces_read(*pieces, second_buffers, 1, 2); });
+        const std::int64_t mine = pieces_read(*pieces, piece_buffers, 0, 2);
+        helper.join();
+        return mine + other;
+      });
     });
   }
   variants.insert(
@@ -211,6 +229,8 @@ std::vector<IoBenchRow> throughput(const std::string& path, const IoBenchOptions
       {{"BatchReader, contiguous, as stored", [&] { return reader_pass(path, o.batch); }},
        {"DataLoader, contiguous, as stored, prefetch " + depth,
         [&] { return loader_pass(path, o.batch, false, o.prefetch, true); }},
+       {"DataLoader, contiguous, as stored, prefetch " + depth + ", caller sleeps",
+        [&] { return loader_pass(path, o.batch, false, o.prefetch, true, false); }},
        {"DataLoader, contiguous, float32, prefetch " + depth,
         [&] { return loader_pass(path, o.batch, false, o.prefetch, false); }},
        {"DataLoader, shuffled, float32, prefetch " + depth,
@@ -245,6 +265,7 @@ std::vector<IoBenchRow> throughput(const std::string& path, const IoBenchOptions
   for (auto& row : rows) {
     row.ratio_vs_raw = row.mb_per_s / rows[0].mb_per_s;
     if (pieces) row.ratio_vs_pieces = row.mb_per_s / rows[1].mb_per_s;
+    if (pieces) row.ratio_vs_pieces_2t = row.mb_per_s / rows[2].mb_per_s;
   }
   return rows;
 }
@@ -302,6 +323,7 @@ IoBenchResult bench_io(const IoBenchOptions& o) {
   result.compute_ms = 1e3 * model.step_seconds;
   result.waits.push_back(wait_share(result.dataset, o, 0, model));
   result.waits.push_back(wait_share(result.dataset, o, o.prefetch, model));
+  result.waits.push_back(wait_share(result.dataset, o, o.prefetch, model, false));
   result.cache_note =
       "warm page cache: the file was read once before timing and fits in memory. Cold-cache "
       "figures need the page cache dropped (echo 3 > /proc/sys/vm/drop_caches), which needs root "

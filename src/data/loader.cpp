@@ -17,6 +17,8 @@
 namespace cohort::data {
 namespace {
 
+using Clock = std::chrono::steady_clock;
+
 struct EndOfEpoch {
   std::int64_t epoch = 0;
 };
@@ -41,8 +43,12 @@ struct DataLoader::Impl {
   std::map<std::int64_t, Item> ready;  // items read ahead, by their index since start()
   LoaderState started;                 // where the items' sequence begins
   bool stop = false;
-  bool collective = false;         // MPI-IO: reads must match across ranks
-  std::int64_t consumed = 0;       // items taken since the producer started
+  bool collective = false;    // MPI-IO: reads must match across ranks
+  std::int64_t consumed = 0;  // items taken since the producer started
+  std::int64_t claimed = 0;   // items some thread has begun reading
+  bool caller_reads = false;  // next() may read an unclaimed item rather than sleep
+  std::map<std::int64_t, Clock::time_point> begun;  // items being read: when their read began
+  double read_seconds = 0;         // a batch read's running mean (0: none read yet)
   std::int64_t drain_target = -1;  // collective halt: read up to this many items, then stop
   std::vector<std::thread> producers;
 
@@ -51,6 +57,7 @@ struct DataLoader::Impl {
     std::int64_t epoch = -1;
     std::vector<std::int64_t> indices;
   };
+  Order caller_order;                 // next()'s own (the caller's reader, or prefetch 0)
   std::vector<std::int64_t> lengths;  // bucketing: per global sample
   std::vector<std::int64_t> batch_indices(Order& order, LoaderState at) const {
     if (order.epoch != at.epoch) {
@@ -94,8 +101,11 @@ struct DataLoader::Impl {
     return {from.epoch + 1 + n / (batches + 1), n % (batches + 1)};
   }
 
+  // Items claimed past what next() took: the prefetch depth (at least one per worker), and one
+  // more for the caller's own read, so that its read never holds a worker back.
   std::int64_t window() const {
-    return std::max<std::int64_t>(options.prefetch, static_cast<std::int64_t>(readers.size()));
+    return std::max<std::int64_t>(options.prefetch, static_cast<std::int64_t>(workers())) +
+           (caller_reads ? 1 : 0);
   }
 
   Item produce(std::size_t worker, Order& order, LoaderState at) {
@@ -111,38 +121,54 @@ struct DataLoader::Impl {
     return batch;
   }
 
-  // Worker w of K reads items w, w + K, w + 2K, ... of the sequence; each waits for room
-  // before it reads, so that nothing is read more than window() items past what was consumed,
-  // and next() takes the items in sequence order. With collective MPI-IO (one worker) every rank
-  // must make the same reads: halt() then sets drain_target to consumed + prefetch, the same
-  // number on every rank (they consume in lockstep), and the producer reads up to it before it
-  // stops, instead of stopping wherever it happens to be (which left a peer blocked in a
-  // collective read for ever).
+  // Workers claim items in sequence order (claimed: the next item no thread has begun), each
+  // waiting for room before it claims, so that nothing is read more than window() items past what
+  // was consumed, and next() takes the items in sequence order. With collective MPI-IO (one
+  // worker) every rank must make the same reads: halt() then sets drain_target to consumed +
+  // prefetch, the same number on every rank (they consume in lockstep), and the producer reads up
+  // to it before it stops, instead of stopping wherever it happens to be (which left a peer
+  // blocked in a collective read for ever).
   void run(std::size_t worker) {
     Order order;
-    const auto workers = static_cast<std::int64_t>(readers.size());
-    for (std::int64_t n = static_cast<std::int64_t>(worker);; n += workers) {
+    for (;;) {
+      std::int64_t n = 0;
       {
         std::unique_lock<std::mutex> lock(mutex);
-        changed.wait(lock, [&] { return stop || n < consumed + window(); });
-        if (stop && (drain_target < 0 || n >= drain_target)) return;
+        changed.wait(lock, [&] { return stop || claimed < consumed + window(); });
+        if (stop && (drain_target < 0 || claimed >= drain_target)) return;
+        n = claimed++;
+        begun.emplace(n, Clock::now());
       }
-      Item item;
-      try {
-        item = produce(worker, order, position_of(started, n));
-      } catch (...) {
-        item = std::current_exception();  // handed to next(), which rethrows it
-      }
-      const bool failed = std::holds_alternative<std::exception_ptr>(item);
-      {
-        std::lock_guard<std::mutex> lock(mutex);
-        if (!stop) ready.emplace(n, std::move(item));
-      }
-      // Notified after unlocking: a woken next() then finds the mutex free instead of sleeping
-      // again on it straight away.
-      changed.notify_all();
-      if (failed) return;
+      if (!deliver(worker, order, n)) return;
     }
+  }
+
+  // Reads item n with reader `which` and hands it to next(); false if it failed (the error is
+  // handed to next(), which rethrows it).
+  bool deliver(std::size_t which, Order& order, std::int64_t n) {
+    Item item;
+    try {
+      item = produce(which, order, position_of(started, n));
+    } catch (...) {
+      item = std::current_exception();
+    }
+    const bool failed = std::holds_alternative<std::exception_ptr>(item);
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      const auto it = begun.find(n);
+      if (it != begun.end()) {
+        if (std::holds_alternative<Batch>(item)) {
+          const double took = std::chrono::duration<double>(Clock::now() - it->second).count();
+          read_seconds = read_seconds == 0 ? took : 0.8 * read_seconds + 0.2 * took;
+        }
+        begun.erase(it);
+      }
+      if (!stop) ready.emplace(n, std::move(item));
+    }
+    // Notified after unlocking: a woken next() then finds the mutex free instead of sleeping
+    // again on it straight away.
+    changed.notify_all();
+    return !failed;
   }
 
   void start() {
@@ -150,9 +176,10 @@ struct DataLoader::Impl {
       stop = false;
       drain_target = -1;
       consumed = 0;
+      claimed = 0;
+      begun.clear();
       started = position;
-      for (std::size_t w = 0; w < readers.size(); ++w)
-        producers.emplace_back([this, w] { run(w); });
+      for (std::size_t w = 0; w < workers(); ++w) producers.emplace_back([this, w] { run(w); });
     }
   }
 
@@ -168,14 +195,39 @@ struct DataLoader::Impl {
     producers.clear();
   }
 
+  // Whether next(), waiting for item `consumed`, should read the next unclaimed item itself
+  // (under the mutex): yes if that is the very item it waits for; yes if the read of its item
+  // began less than half a read ago (reading another costs it at most about twice what waiting
+  // would, and the loop is data-bound: the item was claimed late); no when that read is well
+  // under way (a compute-bound loop that found its batch a little late: it waits out the rest
+  // instead of paying a whole read). Not with collective reads, whose order must match.
+  bool caller_should_read() const {
+    if (!caller_reads || claimed >= consumed + window()) return false;
+    if (claimed == consumed) return true;
+    const auto it = begun.find(consumed);
+    return it != begun.end() && read_seconds > 0 &&
+           std::chrono::duration<double>(Clock::now() - it->second).count() < 0.5 * read_seconds;
+  }
+
+  // The next item in sequence; while it is not ready, the calling thread may read another itself
+  // (caller_should_read) rather than sleep: a data-bound loop gains a reader, and most hand-offs
+  // to a sleeping thread (a futex wake-up, dear on a VM) disappear.
   Item take() {
-    if (options.prefetch == 0) {
-      Order order;
-      return produce(0, order, position);
-    }
+    if (options.prefetch == 0) return produce(0, caller_order, position);
     start();
     std::unique_lock<std::mutex> lock(mutex);
-    changed.wait(lock, [&] { return ready.count(consumed) != 0; });
+    while (ready.count(consumed) == 0) {
+      if (caller_should_read()) {
+        const std::int64_t n = claimed++;
+        begun.emplace(n, Clock::now());
+        lock.unlock();
+        deliver(readers.size() - 1, caller_order, n);
+        ++wait.own_reads;
+        lock.lock();
+      } else {
+        changed.wait(lock);
+      }
+    }
     const auto it = ready.find(consumed);
     Item item = std::move(it->second);
     ready.erase(it);
@@ -184,6 +236,9 @@ struct DataLoader::Impl {
     changed.notify_all();
     return item;
   }
+
+  // Producer threads: every reader but the caller's, when the caller has one.
+  std::size_t workers() const { return readers.size() - (caller_reads ? 1 : 0); }
 };
 
 DataLoader::DataLoader(LoaderOptions options) : impl_(std::make_unique<Impl>()) {
@@ -194,7 +249,8 @@ DataLoader::DataLoader(LoaderOptions options) : impl_(std::make_unique<Impl>()) 
   COHORT_CHECK(options.workers >= 1 && (options.workers == 1 || !im.collective), ConfigError,
                "data.workers = ", options.workers,
                ": must be >= 1, and 1 with the MPI-IO driver (its reads are collective)");
-  const int readers = options.prefetch > 0 ? options.workers : 1;
+  im.caller_reads = options.caller_reads && options.prefetch > 0 && !im.collective;
+  const int readers = options.prefetch > 0 ? options.workers + (im.caller_reads ? 1 : 0) : 1;
   for (int w = 0; w < readers; ++w) {
     im.readers.push_back(std::make_unique<BatchReader>(options.path, options.reader));
     if (!options.transform.empty()) {

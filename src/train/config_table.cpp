@@ -47,6 +47,8 @@ const std::vector<KeySpec>& config_table() {
        "", 0, 64},
       {COHORT_KEY(data, workers), K::kInt, "1",
        "threads reading and converting batches in parallel, in order (1 with mpio)", "", 1, 64},
+      {COHORT_KEY(data, caller_reads), K::kBool, "true",
+       "the training thread reads a batch itself rather than wait for one (not with mpio)"},
       {COHORT_KEY(data, transform), K::kString, "",
        "a TorchScript module applied to each batch's inputs (docs/data.md)"},
       {COHORT_KEY(data, driver), K::kChoice, "posix", "HDF5 file driver", "posix|mpio"},

@@ -106,6 +106,7 @@ void Trainer::Impl::make_loader() {
   o.shuffle = config.data.shuffle;
   o.prefetch = static_cast<int>(config.data.prefetch);
   o.workers = static_cast<int>(config.data.workers);
+  o.caller_reads = config.data.caller_reads;
   o.transform = config.data.transform;
   o.read_delay_ms = static_cast<int>(config.debug.data_delay_ms);
   o.reader.driver =

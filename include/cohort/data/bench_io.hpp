@@ -32,14 +32,17 @@ struct IoBenchRow {
   double seconds = 0;   // median over rounds, one full pass
   double mb_per_s = 0;  // payload MiB/s
   double samples_per_s = 0;
-  double ratio_vs_raw = 0;     // MB/s over the raw read's MB/s
-  double ratio_vs_pieces = 0;  // over the raw pread of each batch's pieces' (0: no such row)
+  double ratio_vs_raw = 0;        // MB/s over the raw read's MB/s
+  double ratio_vs_pieces = 0;     // over the raw pread of each batch's pieces' (0: no such row)
+  double ratio_vs_pieces_2t = 0;  // over the same pread shared by two threads (0: no such row)
 };
 
 struct WaitRow {
   int prefetch = 0;
-  double step_ms = 0;  // wait + compute per step
-  double wait_ms = 0;  // blocked in next() per step
+  bool caller_reads = true;  // LoaderOptions::caller_reads
+  double own_reads = 0;      // share of the batches the caller read itself
+  double step_ms = 0;        // wait + compute per step
+  double wait_ms = 0;        // blocked in next() per step
   double wait_share = 0;
 };
 

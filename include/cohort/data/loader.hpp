@@ -8,11 +8,14 @@
 //  - state() is where next() continues; restore(state) continues from there exactly (a resumed
 //    run yields the batches the uninterrupted run would have yielded next). Prefetched batches
 //    that do not match are dropped.
-//  - With prefetch > 0 a thread owns the reader and reads ahead up to `prefetch` batches, across
-//    epoch ends; an error in it reaches the caller from next(). With workers = K > 1, K threads
-//    (each with its own reader) read batches b, b + K, ... and next() still yields them in order,
-//    up to max(prefetch, K) ahead: the same batches as one thread. With prefetch = 0 next() reads
-//    on the calling thread. The destructor stops and joins the thread; it never throws.
+//  - With prefetch > 0 `workers` threads (each with its own reader) read ahead up to `prefetch`
+//    batches (at least one per reader), across epoch ends, each claiming the next batch no thread
+//    has begun; next() yields them in order: the same batches whichever thread read them. An
+//    error in a read reaches the caller from next(). With caller_reads, next() does not sleep
+//    while the window holds an unclaimed batch: it reads that one itself, with a reader of its
+//    own (a data-bound loop gains a reader; the wake-up of a sleeping thread, dear on a VM, is
+//    mostly avoided). With prefetch = 0 next() reads on the calling thread. The destructor stops
+//    and joins the threads; it never throws.
 //  - wait statistics: how long next() blocked for each batch (the data-wait share of a step).
 //  - Bucketing (bucket > 0, ragged field datasets): the sampler's order for the epoch is cut into
 //    windows of `bucket` batches; each window is sorted by the length of the first ragged input
@@ -47,6 +50,9 @@ struct LoaderOptions {
   // Threads reading and converting batches in parallel (each with its own reader), the batches
   // still yielded in order: for conversion- or augmentation-bound data. 1 with MPI-IO.
   int workers = 1;
+  // While next() waits for a batch a worker is reading, it reads the next unclaimed one itself
+  // (its own reader) instead of sleeping. Off with MPI-IO (collective reads).
+  bool caller_reads = true;
   // A TorchScript module applied to each batch's inputs by the worker (data/transform.hpp;
   // docs/data.md "User transforms"); empty: none.
   std::string transform;
@@ -69,6 +75,7 @@ struct WaitStats {
   double last_seconds = 0;
   double total_seconds = 0;
   std::int64_t batches = 0;
+  std::int64_t own_reads = 0;  // items next() read itself while waiting (caller_reads)
 };
 
 class DataLoader {

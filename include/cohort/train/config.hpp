@@ -56,6 +56,7 @@ struct DataConfig {
   bool shuffle = false;
   std::int64_t prefetch = 0;
   std::int64_t workers = 1;
+  bool caller_reads = true;
   std::string transform;
   IoDriver driver = IoDriver::kPosix;
   std::int64_t crop_padding = 0;

@@ -135,6 +135,29 @@ BOOST_AUTO_TEST_CASE(several_workers_yield_the_batches_of_one_in_order) {
   BOOST_CHECK_THROW(failing.next(), cohort::UsageError);
 }
 
+BOOST_AUTO_TEST_CASE(a_waiting_caller_reads_batches_itself_and_changes_nothing_but_who) {
+  cohort::test::ScratchDir dir;
+  const auto path = make_rows(dir.file("d.h5"), 0, 30);
+  DataLoader one(options(path, 0));
+  const auto expected = take(one, 24);
+  for (int workers : {1, 2}) {
+    for (bool caller_reads : {true, false}) {
+      auto o = options(path, 2);
+      o.workers = workers;
+      o.caller_reads = caller_reads;
+      o.read_delay_ms = 5;  // reads slower than this consumer: it always waits
+      DataLoader loader(o);
+      BOOST_TEST((take(loader, 24) == expected), workers << " workers, caller " << caller_reads);
+      // Which thread read which batch is a race; that the waiting caller read some is not (it
+      // waits for every batch, and most of those times the window holds one no thread began).
+      BOOST_TEST((loader.wait().own_reads > 0) == caller_reads);
+      DataLoader resumed(o);
+      resumed.restore(LoaderState{1, 3});
+      BOOST_TEST((take(resumed, 12) == Sequence(expected.begin() + 11, expected.begin() + 23)));
+    }
+  }
+}
+
 BOOST_AUTO_TEST_CASE(a_resume_point_outside_the_epoch_is_refused) {
   cohort::test::ScratchDir dir;
   DataLoader loader(options(make_rows(dir.file("d.h5"), 0, 30), 2));
