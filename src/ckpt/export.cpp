@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <string_view>
@@ -69,7 +70,14 @@ ExportSummary write_torch(CheckpointReader& reader, const std::string& tmp,
 // The module's parameters and buffers (recursively, by their dotted names), overwritten in place.
 ExportSummary write_torchscript(CheckpointReader& reader, const std::string& tmp,
                                 const ExportOptions& options) {
-  const std::string& file = options.torchscript;
+  std::string file = options.torchscript;
+  if (options.run_module) {
+    file = std::filesystem::path(reader.path()).parent_path().string() + "/" + kRunModuleFile;
+    std::error_code error;
+    COHORT_CHECK(std::filesystem::is_regular_file(file, error), UsageError, file,
+                 ": --torchscript: no such file (the copy of its module a TorchScript run keeps; "
+                 "this checkpoint's run kept none: name the module, --torchscript net.pt)");
+  }
   torch::jit::Module module = torchscript::load<UsageError>(file, "--torchscript");
   std::map<std::string, const TensorEntry*> stored;
   for (const auto& [name, entry] : selection(reader.manifest(), options)) stored[name] = entry;
@@ -154,7 +162,7 @@ ExportSummary export_checkpoint(const std::string& path, const std::string& out_
   const std::string tmp = out_path + ".tmp-" + std::to_string(::getpid());
   ExportSummary summary;
   try {
-    if (!options.torchscript.empty()) {
+    if (!options.torchscript.empty() || options.run_module) {
       COHORT_CHECK(format == ExportFormat::kTorch, UsageError, out_path,
                    ": a TorchScript export is a .pt file");
       summary = write_torchscript(reader, tmp, options);

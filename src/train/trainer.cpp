@@ -34,6 +34,7 @@
 #include "train/checkpointing.hpp"
 #include "train/parallelism.hpp"
 #include "train/preemption.hpp"
+#include "train/run_module.hpp"
 #include "train/step.hpp"
 #include "train/trainer_impl.hpp"
 
@@ -82,6 +83,7 @@ void Trainer::Impl::setup() {
       std::make_unique<Parallelism>(config.parallel, config.model.name, *comm, session.node_size());
   parallel->check_tensor_groups(*control);
   make_loader();
+  keep_run_module(config, session.rank());
   build_model(loader->info());
   optimizer = make_optimizer(config.optim, parallel->trained().parameters());
   plan_run();

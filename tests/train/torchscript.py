@@ -19,7 +19,9 @@ random bytes, a forward() of two arguments, a missing file, and a Tensor module 
 set (and the reverse) are each refused in one line
 naming the file, exit 2. Each 1-rank run is exported back as TorchScript (`cohort ckpt export
 --torchscript`), which torch.jit.load runs with outputs within 1e-6 of PyTorch's trained module;
-exporting into a module it did not train is refused.
+exporting into a module it did not train is refused. The run keeps a copy of its module beside
+its checkpoints: resuming with another module is refused, with the copy or the same file it
+resumes, and `--torchscript` without a file exports into the copy.
 
 Usage: torchscript.py COHORT WORKDIR   (MPIEXEC, MPIEXEC_FLAGS from the environment)
 """
@@ -249,6 +251,49 @@ for model_file, optimizer in cases:
             print(f"{'':10s} {'':5s} exported as TorchScript: outputs within {out_diff:.1e}")
             if not out_diff <= 1e-6:
                 fail(f"{run}: the exported module's outputs differ by {out_diff}")
+
+# The run keeps its module beside its checkpoints; a resume with another module is refused (its
+# checkpoints hold that module's tensors), one with the kept copy or the same file resumes, and
+# `--torchscript` without a file exports into the kept copy.
+kept = "traced-sgd-1/checkpoints/module.pt"
+if not os.path.exists(kept) or open(kept, "rb").read() != open("traced.pt", "rb").read():
+    fail(f"{kept}: not a copy of traced.pt")
+
+
+def resume(model_file, steps):
+    return subprocess.run([cohort, "train", "--set", "model.name=torchscript",
+                           "--set", f"model.file={model_file}", "--set", "data.path=set.h5",
+                           "--set", f"train.max_steps={steps}", "--set", "train.epochs=10",
+                           "--set", "train.run_dir=traced-sgd-1", "--set", "optim.name=sgd",
+                           "--set", "optim.lr=0.05", "--set", f"data.batch_size={BATCH}",
+                           "--set", f"train.seed={SEED}", "--set", "checkpoint.every_steps=5"],
+                          capture_output=True, text=True)
+
+
+done = resume("branch.pt", 25)  # the same names and shapes, another module
+last = done.stderr.strip().splitlines()[-1] if done.stderr.strip() else ""
+if done.returncode != 2 or "branch.pt: model.file: not the module this run's checkpoints were " \
+        "trained with" not in last:
+    fail(f"a resume with another module: exit {done.returncode}, {done.stderr[-1500:]}")
+print(f"refused (exit 2): {last[:160]}...")
+for model_file, steps in ((kept, 25), ("traced.pt", 30)):
+    done = resume(model_file, steps)
+    if done.returncode != 0 or "resumed from" not in done.stdout + done.stderr:
+        fail(f"a resume with {model_file}: exit {done.returncode}, {done.stderr[-1500:]}")
+print("resumed with the kept copy, then with the same file")
+for args, out in ((["--torchscript"], "run-module.pt"), (["--torchscript", "traced.pt"], "named.pt")):
+    subprocess.run([cohort, "ckpt", "export", "traced-sgd-1/checkpoints", "-o", out, *args],
+                   check=True, capture_output=True)
+probe = torch.from_numpy(x[:64])
+same = torch.equal(torch.jit.load("run-module.pt")(probe), torch.jit.load("named.pt")(probe))
+if not same:
+    fail("--torchscript without a file differs from --torchscript traced.pt")
+os.remove(kept)
+done = subprocess.run([cohort, "ckpt", "export", "traced-sgd-1/checkpoints", "-o", "none.pt",
+                       "--torchscript"], capture_output=True, text=True)
+if done.returncode != 2 or "module.pt: --torchscript: no such file" not in done.stderr:
+    fail(f"export from a run that kept no module: exit {done.returncode}, {done.stderr[-800:]}")
+print("--torchscript without a file: the kept module (equal outputs); none kept: refused (exit 2)")
 
 # A top-level nn.Sequential splits into pipeline stages (one per child here): 2 stages x 1 data
 # rank train as one process; any other module is refused when stages are asked for.

@@ -33,7 +33,14 @@ struct ExportOptions {
   // module's tensors must be in the checkpoint with its shape, and no other: UsageError naming
   // both otherwise.
   std::string torchscript;
+  // The same with the module the run kept (kRunModuleFile beside its step directories), for a
+  // run of model.name = torchscript; UsageError when the run kept none.
+  bool run_module = false;
 };
+
+// The copy of its TorchScript module a run keeps in its checkpoint directory (train's
+// keep_run_module writes it; a resume must use the same module).
+inline constexpr const char* kRunModuleFile = "module.pt";
 
 struct ExportSummary {
   std::string source;  // the step directory read
