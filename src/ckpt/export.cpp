@@ -75,10 +75,11 @@ ExportSummary write_torchscript(CheckpointReader& reader, const std::string& tmp
     file = std::filesystem::path(reader.path()).parent_path().string() + "/" + kRunModuleFile;
     std::error_code error;
     COHORT_CHECK(std::filesystem::is_regular_file(file, error), UsageError, file,
-                 ": --torchscript: no such file (the copy of its module a TorchScript run keeps; "
+                 ": --run-module: no such file (the copy of its module a TorchScript run keeps; "
                  "this checkpoint's run kept none: name the module, --torchscript net.pt)");
   }
-  torch::jit::Module module = torchscript::load<UsageError>(file, "--torchscript");
+  torch::jit::Module module =
+      torchscript::load<UsageError>(file, options.run_module ? "--run-module" : "--torchscript");
   std::map<std::string, const TensorEntry*> stored;
   for (const auto& [name, entry] : selection(reader.manifest(), options)) stored[name] = entry;
   ExportSummary summary;

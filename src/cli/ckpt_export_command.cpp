@@ -28,9 +28,10 @@ int export_files(const std::vector<std::string>& args) {
       "export the tensors whose names start with this (\"\" for the whole training state)")(
       "keep-names", "keep the prefix in the exported names")(
       "no-verify", "do not check the slices against their checksums")(
-      "torchscript", po::value(&options.torchscript)->implicit_value(""),
-      "write this TorchScript module with the checkpoint's weights; without a file, the module "
-      "the run kept (module.pt in its checkpoint directory)");
+      "torchscript", po::value(&options.torchscript),
+      "write this TorchScript module with the checkpoint's weights")(
+      "run-module",
+      "the same into the module the run kept (module.pt in its checkpoint directory)");
   po::positional_options_description positional;
   positional.add("path", 1);
   po::variables_map vm;
@@ -40,7 +41,9 @@ int export_files(const std::vector<std::string>& args) {
     return 0;
   }
   po::notify(vm);
-  options.run_module = vm.count("torchscript") != 0 && options.torchscript.empty();
+  options.run_module = vm.count("run-module") != 0;
+  COHORT_CHECK(!options.run_module || options.torchscript.empty(), UsageError,
+               "ckpt export: --run-module or --torchscript FILE, not both");
   options.strip_prefix = vm.count("keep-names") == 0;
   options.verify = vm.count("no-verify") == 0;
   for (const auto& out : outs) ckpt::export_format_of(out);  // every name checked before writing

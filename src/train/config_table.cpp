@@ -36,6 +36,9 @@ const std::vector<KeySpec>& config_table() {
       {COHORT_KEY(model, flops_per_sample), K::kFloat, "0",
        "torchscript: forward + backward FLOPs of one sample, for the monitor (0: unknown)", "", 0,
        kNoLimit},
+      {COHORT_KEY(model, jit_optimize), K::kBool, "false",
+       "torchscript: let LibTorch's graph executor profile and optimize the module "
+       "(docs/models.md)"},
       // [data]
       {COHORT_KEY(data, path), K::kString, "",
        "training dataset: file or shard directory (required)"},

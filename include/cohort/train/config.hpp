@@ -47,6 +47,7 @@ struct ModelConfig {
   std::int64_t context = 0;
   std::string file;  // torchscript: the saved module
   double flops_per_sample = 0;
+  bool jit_optimize = false;  // torchscript: the graph executor's optimizing passes
 };
 
 struct DataConfig {

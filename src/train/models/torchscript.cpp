@@ -12,6 +12,7 @@
 // pipeline stages can split it; any other runs whole. Tensor parallelism is refused.
 #include <ATen/ops/zeros.h>
 #include <torch/csrc/jit/api/module.h>
+#include <torch/csrc/jit/runtime/graph_executor.h>
 
 #include <memory>
 #include <string>
@@ -64,9 +65,14 @@ Takes forward_argument(const torch::jit::Module& module, const std::string& path
 
 // forward() of the scripted module: LibTorch's and the interpreter's errors (a shape that does
 // not fit, a `raise` in the script) as one line naming the file.
-c10::IValue call(torch::jit::Module& module, std::vector<c10::IValue> args,
-                 const std::string& path) {
+c10::IValue call(torch::jit::Module& module, std::vector<c10::IValue> args, const std::string& path,
+                 bool optimize) {
   try {
+    // Unoptimized, the interpreter runs the graph's operators as written, and autograd records
+    // them as in eager PyTorch; the optimizing executor first profiles a few calls, then
+    // specializes the graph to the shapes it saw (re-profiling when they change, as ragged
+    // batches' do) and differentiates it itself. docs/models.md has the measured difference.
+    torch::jit::GraphOptimizerEnabledGuard executor(optimize);
     return module.forward(std::move(args));
   } catch (const c10::Error& e) {
     COHORT_THROW(ConfigError, path, ": ", kKey,
@@ -86,7 +92,7 @@ at::Tensor as_logits(const c10::IValue& out, const std::string& path) {
 class TorchScriptModel : public Model {
  public:
   TorchScriptModel(const ModelConfig& config, const ModelInput& input)
-      : path_(config.file), flops_(config.flops_per_sample) {
+      : path_(config.file), flops_(config.flops_per_sample), optimize_(config.jit_optimize) {
     COHORT_CHECK(!path_.empty(), ConfigError, "model.name = torchscript needs model.file");
     COHORT_CHECK(input.tensor_group == nullptr || input.tensor_group->size() == 1, ConfigError,
                  path_, ": a TorchScript model cannot be split by parallel.tensor");
@@ -104,21 +110,21 @@ class TorchScriptModel : public Model {
         torch::jit::Module block = child.value;
         blocks_.push_back({child.name,
                            {{child.name, named_children()[child.name]}},
-                           [block, path = path_](const at::Tensor& x) mutable {
-                             return as_logits(call(block, {x}, path), path);
+                           [block, path = path_, opt = optimize_](const at::Tensor& x) mutable {
+                             return as_logits(call(block, {x}, path, opt), path);
                            }});
       }
     }
   }
 
   at::Tensor forward(const at::Tensor& inputs) override {
-    return as_logits(call(module_, {inputs}, path_), path_);
+    return as_logits(call(module_, {inputs}, path_, optimize_), path_);
   }
 
   at::Tensor forward_fields(const std::vector<data::NamedTensor>& fields) override {
     c10::Dict<std::string, at::Tensor> named;
     for (const auto& [name, tensor] : fields) named.insert(name, tensor);
-    return as_logits(call(module_, {named}, path_), path_);
+    return as_logits(call(module_, {named}, path_, optimize_), path_);
   }
 
   void train(bool on) override {
@@ -132,6 +138,7 @@ class TorchScriptModel : public Model {
  private:
   std::string path_;
   double flops_ = 0;
+  bool optimize_ = false;  // model.jit_optimize
   torch::jit::Module module_;
   std::vector<pipeline::BlockSpec> blocks_;  // the children of a top-level nn.Sequential
 };
