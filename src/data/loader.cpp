@@ -137,7 +137,7 @@ struct DataLoader::Impl {
         changed.wait(lock, [&] { return stop || claimed < consumed + window(); });
         if (stop && (drain_target < 0 || claimed >= drain_target)) return;
         n = claimed++;
-        begun.emplace(n, Clock::now());
+        if (caller_reads) begun.emplace(n, Clock::now());  // only caller_should_read() asks
       }
       if (!deliver(worker, order, n)) return;
     }

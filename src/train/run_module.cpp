@@ -6,6 +6,7 @@
 #include <string>
 
 #include "cohort/ckpt/export.hpp"
+#include "cohort/ckpt/inspect.hpp"
 #include "cohort/error.hpp"
 #include "cohort/io/checksum.hpp"
 #include "cohort/io/files.hpp"
@@ -20,7 +21,8 @@ void keep_run_module(const Config& config, int rank) {
   std::error_code error;
   // A missing or unreadable model.file is reported by the model itself, naming the key.
   if (!std::filesystem::is_regular_file(config.model.file, error)) return;
-  if (std::filesystem::exists(dir + "/latest", error) &&
+  // Checkpoints as a resume finds them: any committed step directory, with or without `latest`.
+  if (std::filesystem::is_directory(dir, error) && !ckpt::list_checkpoints(dir).empty() &&
       std::filesystem::is_regular_file(copy, error)) {
     if (std::filesystem::equivalent(config.model.file, copy, error)) return;
     const std::string given = io::file_checksum(config.model.file);
