@@ -192,14 +192,18 @@ int import(const std::vector<std::string>& args) {
   po::options_description desc("cohort data import options");
   const std::string input_help = "source file(s); fashion-mnist: its directory (default " +
                                  std::string(data::kFashionMnistDir) +
-                                 "); digits: default scikit-learn's csv";
-  desc.add_options()("format", po::value(&o.format)->required(),
-                     "fashion-mnist | digits | csv | npy | text | labelled-text | images")(
+                                 "); digits, diabetes: default scikit-learn's files";
+  desc.add_options()(
+      "format", po::value(&o.format)->required(),
+      "fashion-mnist | digits | diabetes | csv | npy | text | labelled-text | images")(
       "input", po::value(&o.inputs)->multitoken(), input_help.c_str())(
       "out,o", po::value(&out)->required(), "output file")(
       "split", po::value(&o.split), "fashion-mnist: train | test; others: split attribute")(
       "label-column", po::value(&o.label_column)->default_value(-1), "csv: label column (-1 last)")(
-      "shape", po::value(&o.shape)->multitoken(), "csv: sample shape, e.g. --shape 1 8 8")(
+      "float-targets", po::bool_switch(&o.float_targets),
+      "csv, npy: store the labels as float32 regression targets (default: whole numbers >= 0 "
+      "are class labels)")("shape", po::value(&o.shape)->multitoken(),
+                           "csv: sample shape, e.g. --shape 1 8 8")(
       "seq-len", po::value(&o.seq_len)->default_value(o.seq_len), "text: sequence length")(
       "tokenizer", po::value(&o.tokenizer),
       "text, labelled-text: a SentencePiece model (cohort data tokenizer train); default byte "

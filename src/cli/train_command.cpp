@@ -27,7 +27,9 @@ int run_train(const std::vector<std::string>& args, int* argc, char*** argv) {
       "set", po::value(&overrides)->composing(), "override: section.key=value (repeatable)")(
       "json", "print the summary as JSON");
   po::variables_map vm;
-  po::store(po::command_line_parser(args).options(desc).run(), vm);
+  po::positional_options_description positional;  // `cohort train job.ini` as --config
+  positional.add("config", 1);
+  po::store(po::command_line_parser(args).options(desc).positional(positional).run(), vm);
   if (vm.count("help")) {
     std::cout << "usage: cohort launch -n N -- cohort train --config FILE [--set k=v ...]\n"
               << desc;
@@ -62,7 +64,9 @@ int run_train(const std::vector<std::string>& args, int* argc, char*** argv) {
     out["eval"] = {{"loss", s.eval.loss},
                    {"accuracy", s.eval.accuracy},
                    {"perplexity", s.eval.perplexity},
-                   {"samples", s.eval.samples}};
+                   {"samples", s.eval.samples},
+                   {"task", s.eval.task}};
+    for (const auto& [name, value] : s.eval.metrics) out["eval"][name] = value;
   }
   if (vm.count("json")) {
     std::cout << out.dump(2, ' ', false, kJsonReplace) << "\n";
@@ -73,9 +77,8 @@ int run_train(const std::vector<std::string>& args, int* argc, char*** argv) {
       static_cast<long long>(s.steps), static_cast<long long>(s.epochs), s.ranks, s.threads,
       s.seconds, s.samples_per_s, train::stop_reason_text(s).c_str());
   if (s.evaluated) {
-    std::printf("final eval: loss %.4f accuracy %.4f perplexity %.3f on %lld samples\n",
-                s.eval.loss, s.eval.accuracy, s.eval.perplexity,
-                static_cast<long long>(s.eval.samples));
+    std::printf("final eval: %s on %lld %s\n", train::eval_text(s.eval).c_str(),
+                static_cast<long long>(s.eval.samples), s.eval.per_token ? "tokens" : "samples");
   }
   return code;
 }

@@ -106,6 +106,13 @@ bool is_int(const std::string& text) {
   return !text.empty() && end == text.c_str() + text.size() && errno != ERANGE;
 }
 
+// The whole text is one finite number.
+bool is_number(const std::string& text, double& value) {
+  char* end = nullptr;
+  value = std::strtod(text.c_str(), &end);
+  return !text.empty() && end == text.c_str() + text.size() && std::isfinite(value);
+}
+
 // "1..4096", "0..", "..1": a key's range as the reference and the errors show it.
 std::string range_text(const KeySpec& spec) {
   const auto bound = [](double v) {
@@ -134,10 +141,8 @@ std::string validate(const KeySpec& spec, const std::string& raw, const std::str
       check_range(spec, static_cast<double>(std::stoll(text)), text, where);
       return text;
     case KeyType::kFloat: {
-      char* end = nullptr;
-      const double value = std::strtod(text.c_str(), &end);
-      COHORT_CHECK(!text.empty() && end == text.c_str() + text.size() && std::isfinite(value),
-                   ConfigError, where, ": '", text, "' is not a number");
+      double value = 0;
+      COHORT_CHECK(is_number(text, value), ConfigError, where, ": '", text, "' is not a number");
       check_range(spec, value, text, where);
       return text;
     }
@@ -160,6 +165,16 @@ std::string validate(const KeySpec& spec, const std::string& raw, const std::str
         COHORT_CHECK(is_int(trim(item)), ConfigError, where, ": '", text,
                      "' is not a comma-separated list of integers");
         check_range(spec, static_cast<double>(std::stoll(trim(item))), trim(item), where);
+      }
+      return text;
+    }
+    case KeyType::kFloatList: {
+      std::istringstream items(text);
+      for (std::string item; std::getline(items, item, ',');) {
+        double number = 0;
+        COHORT_CHECK(is_number(trim(item), number), ConfigError, where, ": '", text,
+                     "' is not a comma-separated list of numbers");
+        check_range(spec, number, trim(item), where);
       }
       return text;
     }
@@ -263,7 +278,8 @@ std::string Config::hash() const {
 }
 
 std::string reference_markdown() {
-  static const char* kTypes[] = {"int", "float", "bool", "string", "choice", "int list"};
+  static const char* kTypes[] = {"int",    "float",    "bool",      "string",
+                                 "choice", "int list", "float list"};
   std::ostringstream out;
   out << "# Configuration reference\n\n"
       << "Generated from the table in `src/train/config_table.cpp` by `cohort config "

@@ -34,6 +34,13 @@ inline void parse_field(std::vector<std::int64_t>& out, const KeySpec&, const st
     out.push_back(std::strtoll(item.c_str(), nullptr, 10));
   }
 }
+inline void parse_field(std::vector<double>& out, const KeySpec&, const std::string& text) {
+  out.clear();
+  std::istringstream items(text);
+  for (std::string item; std::getline(items, item, ',');) {
+    out.push_back(std::strtod(item.c_str(), nullptr));
+  }
+}
 template <typename Enum, typename = std::enable_if_t<std::is_enum_v<Enum>>>
 void parse_field(Enum& out, const KeySpec& spec, const std::string& text) {
   out = static_cast<Enum>(choice_index(spec, text));

@@ -72,6 +72,19 @@ const std::vector<ConfigRule>& config_rules() {
          return join({"model.width ", std::to_string(c.model.width),
                       " is not divisible by model.heads ", std::to_string(c.model.heads)});
        }},
+      {"train.loss", "train.loss fits train.task (docs/models.md, \"Tasks and losses\")",
+       [](C c) -> std::string { return loss_task_mismatch(c.train.task, c.train.loss); }},
+      {"train.label_smoothing", "train.label_smoothing and class_weights need cross_entropy",
+       [](C c) -> std::string {
+         const bool cross_entropy =
+             c.train.loss == LossKind::kCrossEntropy ||
+             (c.train.loss == LossKind::kAuto &&
+              (c.train.task == TaskKind::kAuto || c.train.task == TaskKind::kClassification ||
+               c.train.task == TaskKind::kLanguageModel));
+         if (cross_entropy || (c.train.label_smoothing == 0 && c.train.class_weights.empty()))
+           return "";
+         return "label_smoothing and class_weights apply to the cross_entropy loss only";
+       }},
       {"monitor.http_bind", "monitor.http_bind is one host name or address",
        [](C c) -> std::string {
          return one_host(c.monitor.http_bind)
@@ -126,10 +139,26 @@ COHORT_CHOICE_TEXT(Optimizer, "optim", "name")
 COHORT_CHOICE_TEXT(LrScheduleKind, "optim", "schedule")
 COHORT_CHOICE_TEXT(TargetMetric, "train", "target_metric")
 COHORT_CHOICE_TEXT(Precision, "train", "precision")
+COHORT_CHOICE_TEXT(TaskKind, "train", "task")
+COHORT_CHOICE_TEXT(LossKind, "train", "loss")
 COHORT_CHOICE_TEXT(IoDriver, "data", "driver")
 COHORT_CHOICE_TEXT(GradBackend, "parallel", "backend")
 COHORT_CHOICE_TEXT(PipelineSchedule, "parallel", "schedule")
 COHORT_CHOICE_TEXT(ConsoleMode, "monitor", "console")
 #undef COHORT_CHOICE_TEXT
+
+std::string loss_task_mismatch(TaskKind task, LossKind loss) {
+  if (task == TaskKind::kAuto || loss == LossKind::kAuto) return "";
+  const bool fits =
+      (task == TaskKind::kClassification || task == TaskKind::kLanguageModel)
+          ? loss == LossKind::kCrossEntropy
+      : task == TaskKind::kRegression
+          ? (loss == LossKind::kMse || loss == LossKind::kL1 || loss == LossKind::kHuber)
+          : loss == LossKind::kBce;
+  if (fits) return "";
+  return "train.loss = " + to_string(loss) + " does not fit train.task = " + to_string(task) +
+         " (classification, language_model: cross_entropy; regression: mse, l1, huber; "
+         "multilabel: bce)";
+}
 
 }  // namespace cohort::train

@@ -14,18 +14,17 @@
 
 namespace cohort::train {
 
-// Mean cross-entropy: logits [B, C] against int64 labels [B], or [B, L, V] against [B, L].
-at::Tensor loss_of(const at::Tensor& logits, const at::Tensor& targets);
-
 class Parallelism;
+class Task;
 
 // Evaluates the model on this replica's contiguous range of the validation set (split over the
 // data-parallel group; a replica's stages and tensor ranks read the same range): buffers
 // broadcast over the data group, the host sums of the ranks that compute the loss all-reduced
 // over `control` (CPU, the world). Collective. Leaves the model in training mode.
 // How the validation set is read: as the training set is (data.max_length, data.transform in
-// eval mode, data.target).
+// eval mode, data.target); the task's metrics.
 struct EvalOptions {
+  const Task* task = nullptr;
   std::int64_t batch_size = 0;
   std::int64_t max_length = 0;
   std::string transform;

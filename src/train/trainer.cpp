@@ -121,32 +121,22 @@ void Trainer::Impl::make_loader() {
   o.bucket = config.data.bucket;
   loader = std::make_unique<data::DataLoader>(o);
   if (loader->info().vocab_size > 0) facts.tokens_per_sample = loader->info().seq_len;
+  task = std::make_unique<Task>(task_options(config.train), loader->info());
+  check_target_metric(config.train.target_metric, *task);
   if (!config.data.val_path.empty()) {
     auto val = data::describe(config.data.val_path);
     if (!config.data.target.empty())
       data::select_target(val, config.data.target);  // now, not at eval
     data::check_same_tokenizer(loader->info(), val);
+    task->check_dataset(val);
   }
 }
-
-namespace {
-
-// A field dataset's selected target is one class label per sample (what the loss takes).
-bool is_label(const data::DatasetInfo& info) {
-  for (const auto& field : info.fields) {
-    if (field.target && field.name == info.target) {
-      return !field.ragged && field.shape.empty() && field.integer();
-    }
-  }
-  return false;
-}
-
-}  // namespace
 
 // Builds the whole model on every rank (same seed: same values), its tensor-parallel layers split
-// over the tensor group, and hands it to `parallel`, which keeps this rank's stage.
+// over the tensor group, checks its output against the task's targets on one sample, and hands it
+// to `parallel`, which keeps this rank's stage.
 void Trainer::Impl::build_model(const data::DatasetInfo& info) {
-  ModelInput input{info.sample_shape, info.classes, info.vocab_size, info.seq_len,
+  ModelInput input{info.sample_shape, task->outputs(), info.vocab_size, info.seq_len,
                    parallel->tensor_group()};
   for (const auto& field : info.fields) {
     if (!field.target) input.fields.push_back(field);
@@ -156,12 +146,9 @@ void Trainer::Impl::build_model(const data::DatasetInfo& info) {
                ConfigError, info.path,
                ": a field dataset's model runs whole on one device (parallel.pipeline_stages and "
                "parallel.devices need a single-input dataset)");
-  COHORT_CHECK(info.kind != data::DatasetKind::kFields || is_label(info), ConfigError, info.path,
-               ": target '", info.target,
-               "' is not one class label per "
-               "sample (an integer, shape []); the loss is cross-entropy over the set's classes "
-               "(choose another target with data.target)");
   auto model = train::build_model(config.model, input);
+  // Field models take named fields, not one sample tensor: their first loss() checks instead.
+  if (info.kind != data::DatasetKind::kFields) check_model_output(*model, sample_input(input));
   facts.flops_per_sample = model->train_flops_per_sample();
   facts.parameters = parameter_count(*model);
   ddp::DdpOptions d;
@@ -170,6 +157,18 @@ void Trainer::Impl::build_model(const data::DatasetInfo& info) {
   parallel->attach(std::move(model), sample_input(input), d);
   const auto params = parallel->trained().parameters();
   settings.cuda = !params.empty() && params.front().is_cuda();
+}
+
+// The model's output for one sample against the task's targets, before any step (eval mode: no
+// BatchNorm statistics move, no dropout draws from the generator). Every rank runs it (tensor-
+// parallel layers reduce over their group).
+void Trainer::Impl::check_model_output(Model& model, const at::Tensor& sample) {
+  torch::NoGradGuard no_grad;
+  model.eval();
+  const at::Tensor output = model.forward(sample);
+  model.train();
+  const auto shape = output.sizes().vec();
+  task->check_output({shape.begin() + 1, shape.end()});
 }
 
 // Steps, epochs and batches of the run; the accumulation depends on the dataset's size.
@@ -261,24 +260,20 @@ std::optional<ResumePoint> Trainer::Impl::resume() {
 bool Trainer::Impl::evaluate_and_check(std::int64_t step_index) {
   const std::string& val = config.data.val_path;
   if (val.empty()) return false;
-  summary.eval =
-      evaluate(*parallel, val,
-               {plan.batch_size, config.data.max_length, config.data.transform, config.data.target},
-               *control);
+  summary.eval = evaluate(*parallel, val,
+                          {task.get(), plan.batch_size, config.data.max_length,
+                           config.data.transform, config.data.target},
+                          *control);
   summary.evaluated = true;
   const auto& e = summary.eval;
-  char line[160];
-  std::snprintf(line, sizeof line,
-                "eval  step %lld: loss %.4f accuracy %.4f perplexity %.3f (%lld %s)",
-                static_cast<long long>(step_index), e.loss, e.accuracy, e.perplexity,
-                static_cast<long long>(e.samples), e.per_token ? "tokens" : "samples");
-  say(line);
-  log({{"event", "eval"},
-       {"step", step_index},
-       {"loss", e.loss},
-       {"accuracy", e.accuracy},
-       {"perplexity", e.perplexity},
-       {"samples", e.samples}});
+  say("eval  step " + std::to_string(step_index) + ": " + eval_text(e) + " (" +
+      std::to_string(e.samples) + (e.per_token ? " tokens)" : " samples)"));
+  nlohmann::json record = {
+      {"event", "eval"},        {"step", step_index},         {"loss", e.loss},
+      {"accuracy", e.accuracy}, {"perplexity", e.perplexity}, {"samples", e.samples},
+      {"task", e.task}};
+  for (const auto& [name, value] : e.metrics) record[name] = value;
+  log(std::move(record));
   const double target = config.train.target_value;
   switch (config.train.target_metric) {
     case TargetMetric::kAccuracy:
@@ -287,6 +282,12 @@ bool Trainer::Impl::evaluate_and_check(std::int64_t step_index) {
       return e.loss <= target;
     case TargetMetric::kPerplexity:
       return e.perplexity <= target;
+    case TargetMetric::kMae:
+      return e.metric("mae") <= target;
+    case TargetMetric::kR2:
+      return e.metric("r2") >= target;
+    case TargetMetric::kMicroF1:
+      return e.metric("micro_f1") >= target;
     case TargetMetric::kNone:
       break;
   }

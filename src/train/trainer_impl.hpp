@@ -25,12 +25,14 @@
 #include "cohort/data/loader.hpp"
 #include "cohort/monitor/monitor.hpp"
 #include "cohort/train/config.hpp"
+#include "cohort/train/model.hpp"
 #include "cohort/train/optim.hpp"
 #include "cohort/train/trainer.hpp"
 #include "train/checkpointing.hpp"
 #include "train/parallelism.hpp"
 #include "train/preemption.hpp"
 #include "train/steady_clock.hpp"
+#include "train/task.hpp"
 
 namespace cohort::train {
 
@@ -79,6 +81,7 @@ struct Trainer::Impl {
   monitor::StepTimer timer;
   std::unique_ptr<Parallelism> parallel;  // this rank's share of the model, its groups, DDP
   std::unique_ptr<data::DataLoader> loader;
+  std::unique_ptr<Task> task;  // from train.* and the training set, in build_model()
   std::unique_ptr<torch::optim::Optimizer> optimizer;
   std::unique_ptr<LrSchedule> schedule;
   std::unique_ptr<TrainCheckpoints> checkpoints;
@@ -97,6 +100,7 @@ struct Trainer::Impl {
   void setup();
   void make_loader();
   void build_model(const data::DatasetInfo& info);
+  void check_model_output(Model& model, const at::Tensor& sample);
   void plan_run();
   // the loop (trainer.cpp)
   TrainSummary run();

@@ -14,6 +14,7 @@
 #include "cohort/ddp/distributed_data_parallel.hpp"
 #include "cohort/error.hpp"
 #include "train/step.hpp"
+#include "train/task.hpp"
 #include "train/trainer_impl.hpp"
 
 namespace cohort::train {
@@ -71,7 +72,7 @@ double Trainer::Impl::step(const std::vector<data::Batch>& micro, std::int64_t i
       std::this_thread::sleep_for(std::chrono::milliseconds(settings.slow_ms));
     }
     at::Tensor loss =
-        loss_of(logits.to(at::kFloat), micro[i].targets) / static_cast<double>(micro.size());
+        task->loss(logits.to(at::kFloat), micro[i].targets) / static_cast<double>(micro.size());
     timer.lap(Phase::kForward);
     loss.backward();
     timer.lap(Phase::kBackward);
@@ -109,8 +110,8 @@ double Trainer::Impl::pipeline_step(const data::Batch& batch) {
     return out;
   };
   const auto stats = parallel->pipeline_step(
-      batch, forward, [](const at::Tensor& logits, const at::Tensor& targets) {
-        return loss_of(logits.to(at::kFloat), targets);
+      batch, forward, [this](const at::Tensor& logits, const at::Tensor& targets) {
+        return task->loss(logits.to(at::kFloat), targets);
       });
   timer.split_lap(monitor::Phase::kComm, stats.wait_s, monitor::Phase::kBackward);
   return stats.loss;

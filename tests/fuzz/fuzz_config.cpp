@@ -46,6 +46,11 @@ void read_every_key(const train::Config& config) {
           if (!in_range(static_cast<double>(v), spec)) std::abort();
         }
         break;
+      case train::KeyType::kFloatList:
+        for (const auto v : field<std::vector<double>>(config, spec)) {
+          if (!in_range(v, spec)) std::abort();
+        }
+        break;
       default:
         break;
     }

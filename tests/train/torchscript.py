@@ -26,8 +26,6 @@ resumes, and `ckpt export --run-module` exports into the copy.
 Usage: torchscript.py COHORT WORKDIR   (MPIEXEC, MPIEXEC_FLAGS from the environment)
 """
 import os
-import shlex
-import shutil
 import subprocess
 import sys
 
@@ -36,24 +34,11 @@ from typing import Dict
 import h5py
 import numpy as np
 import torch
-from torch.utils.data.distributed import DistributedSampler
 
-# The graph executor's optimizing passes off, as Cohort runs TorchScript by default
-# (model.jit_optimize = false): with them, Debian 13's torch 2.6 hangs in the third backward of
-# a loaded module (docs/models.md), and off, both sides run the graph's operators as written.
-torch._C._set_graph_executor_optimize(False)
-cohort, work = sys.argv[1], sys.argv[2]
-shutil.rmtree(work, ignore_errors=True)
-os.makedirs(work)
-os.chdir(work)
-launcher = shlex.split(os.environ.get("MPIEXEC", "mpiexec")) + shlex.split(
-    os.environ.get("MPIEXEC_FLAGS", ""))
+from torch_ref import Cnn, fail, load_export, start, train_loop
+
+cohort, launcher = start()
 STEPS, BATCH, SEED, N = 20, 32, 3, 512
-
-
-def fail(what):
-    print("FAIL:", what)
-    sys.exit(1)
 
 
 # A learnable rule: the class is the position of the largest of the first ten pixels.
@@ -112,20 +97,6 @@ class Fields(torch.nn.Module):
         return self.head(torch.cat([bag, x["features"]], 1))
 
 
-class Cnn(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        # No bias before BatchNorm (which removes it): its gradient is rounding noise, which
-        # AdamW's normalised step turns into arbitrary moves.
-        self.conv = torch.nn.Conv2d(1, 6, 3, padding=1, bias=False)
-        self.bn = torch.nn.BatchNorm2d(6)
-        self.head = torch.nn.Linear(6 * 4 * 4, 10)
-
-    def forward(self, x):
-        h = torch.nn.functional.avg_pool2d(torch.relu(self.bn(self.conv(x))), 2)
-        return self.head(h.flatten(1))
-
-
 class Mlp(torch.nn.Module):
     def __init__(self):
         super().__init__()
@@ -162,14 +133,6 @@ def inputs_of(model_file):
     return DATA.get(model_file, ("set.h5", lambda idx: torch.from_numpy(x[idx]), y))
 
 
-def batches(world, rank, epoch):
-    sampler = DistributedSampler(range(N), num_replicas=world, rank=rank, shuffle=True, seed=SEED)
-    sampler.set_epoch(epoch)
-    order = list(sampler)
-    per = BATCH // world
-    return [order[i:i + per] for i in range(0, len(order), per)]
-
-
 def reference(model_file, optimizer, world):
     module = torch.jit.load(model_file)
     module.train()
@@ -179,20 +142,8 @@ def reference(model_file, optimizer, world):
     else:
         opt = torch.optim.AdamW(params, lr=0.003, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0)
     _, batch_of, target = inputs_of(model_file)
-    step, epoch = 0, 0
-    while step < STEPS:
-        per_rank = [batches(world, r, epoch) for r in range(world)]
-        for b in range(len(per_rank[0])):
-            if step == STEPS:
-                break
-            opt.zero_grad()
-            loss = sum(torch.nn.functional.cross_entropy(
-                module(batch_of(per_rank[r][b])), torch.from_numpy(target[per_rank[r][b]]))
-                for r in range(world)) / world
-            loss.backward()
-            opt.step()
-            step += 1
-        epoch += 1
+    train_loop(opt, STEPS, N, BATCH, world, SEED, lambda idx: torch.nn.functional.cross_entropy(
+        module(batch_of(idx)), torch.from_numpy(target[idx])))
     state = {k: v.detach().clone() for k, v in module.named_parameters()}
     if world == 1:  # BatchNorm's running statistics too (2 ranks: each rank keeps its own)
         state.update({k: v.detach().clone() for k, v in module.named_buffers()})
@@ -217,13 +168,7 @@ def cohort_run(model_file, optimizer, world, run, stages=1):
     out = f"{run}.pt"
     subprocess.run([cohort, "ckpt", "export", f"{run}/checkpoints", "-o", out], check=True,
                    capture_output=True)
-    # torch >= 2.6 loads weights only by default and wants LibTorch's type tag of the typed dict
-    # allowed by name (docs/formats/checkpoint.md); torch 1.13 has no allow-list and needs none.
-    if hasattr(torch.serialization, "safe_globals"):
-        from torch.jit._pickle import restore_type_tag
-        with torch.serialization.safe_globals([restore_type_tag]):
-            return torch.load(out)
-    return torch.load(out)
+    return load_export(out)
 
 
 cases = [("seq.pt", "sgd"), ("seq.pt", "adamw"), ("cnn.pt", "sgd"), ("cnn.pt", "adamw"),

@@ -35,10 +35,11 @@ void make_synthetic(const std::string& out, const SyntheticOptions& options);
 
 // ---- import ---------------------------------------------------------------------------------
 struct ImportOptions {
-  std::string format;               // fashion-mnist | digits | csv | npy | text
+  std::string format;               // fashion-mnist | digits | diabetes | csv | npy | text
   std::vector<std::string> inputs;  // source files (fashion-mnist: its directory)
   std::string split;                // fashion-mnist: train | test; others: the split attribute
   int label_column = -1;            // csv: -1 = last
+  bool float_targets = false;       // csv, npy: float32 targets even for whole-number labels
   std::vector<std::int64_t> shape;  // csv: sample shape (default [columns - 1])
   std::int64_t seq_len = 128;       // text
   std::string tokenizer;  // text: a SentencePiece model: import_text_tokens (data/tokenizer.hpp)
@@ -51,6 +52,10 @@ struct ImportOptions {
 inline constexpr const char* kFashionMnistDir = "/usr/share/datasets/fashion-mnist";
 inline constexpr const char* kDigitsCsv =
     "/usr/lib/python3/dist-packages/sklearn/datasets/data/digits.csv.gz";
+inline constexpr const char* kDiabetesData =
+    "/usr/lib/python3/dist-packages/sklearn/datasets/data/diabetes_data_raw.csv.gz";
+inline constexpr const char* kDiabetesTarget =
+    "/usr/lib/python3/dist-packages/sklearn/datasets/data/diabetes_target.csv.gz";
 // Returns the description of the written file.
 DatasetInfo import_dataset(const std::string& out, const ImportOptions& options);
 

@@ -29,7 +29,10 @@ namespace cohort::train {
 // Each enum's order is its key's choices' order in the table ("sgd|adamw").
 enum class Optimizer { kSgd, kAdamw };
 enum class LrScheduleKind { kConstant, kStep, kCosine };
-enum class TargetMetric { kNone, kAccuracy, kLoss, kPerplexity };
+enum class TargetMetric { kNone, kAccuracy, kLoss, kPerplexity, kMae, kR2, kMicroF1 };
+// train.task: what the targets are (kAuto: inferred from the dataset, docs/models.md).
+enum class TaskKind { kAuto, kClassification, kRegression, kMultilabel, kLanguageModel };
+enum class LossKind { kAuto, kCrossEntropy, kMse, kL1, kHuber, kBce };
 enum class Precision { kFp32, kBf16 };
 enum class IoDriver { kPosix, kMpio };
 enum class GradBackend { kMpi, kNccl };
@@ -98,6 +101,12 @@ struct TrainSection {
   std::int64_t blas_threads = 0;
   bool malloc_tuning = false;
   std::string run_dir;
+  TaskKind task = TaskKind::kAuto;
+  LossKind loss = LossKind::kAuto;
+  double label_smoothing = 0;
+  std::vector<double> class_weights;  // empty: every class weighs 1
+  double huber_delta = 1;
+  std::int64_t top_k = 5;
 };
 
 struct ParallelConfig {
@@ -172,7 +181,7 @@ struct TrainConfig {
   std::string checkpoint_dir() const;
 };
 
-enum class KeyType { kInt, kFloat, kBool, kString, kChoice, kIntList };
+enum class KeyType { kInt, kFloat, kBool, kString, kChoice, kIntList, kFloatList };
 
 // No bound on that side of a key's range.
 inline constexpr double kNoLimit = std::numeric_limits<double>::infinity();
@@ -194,8 +203,9 @@ struct KeySpec {
   const char* default_value;
   const char* help;
   const char* choices = "";  // kChoice: "a|b|c"
-  // kInt, kFloat and each item of kIntList: the closed range a value must lie in, checked at load
-  // (a negative epoch count, a dropout of 2 or a zero width are config errors, not crashes).
+  // kInt, kFloat and each item of kIntList and kFloatList: the closed range a value must lie in,
+  // checked at load (a negative epoch count, a dropout of 2 or a zero width are config errors, not
+  // crashes).
   double min = -kNoLimit;
   double max = kNoLimit;
 };
@@ -230,6 +240,9 @@ class Config : public TrainConfig {
 // "adamw". Defined for each choice enum above.
 template <typename Enum>
 std::string to_string(Enum value);
+
+// Why `loss` cannot train `task` (one line), or empty when it can (or either is auto).
+std::string loss_task_mismatch(TaskKind task, LossKind loss);
 
 // docs/config.md, generated from the table.
 std::string reference_markdown();

@@ -1,6 +1,7 @@
 // Models, built from config through one registry: a new model is one file in src/train/models/
 // that calls COHORT_REGISTER_MODEL. A model is a torch::nn::Module whose forward() maps a batch of
-// inputs to logits: [B, classes] for classification, [B, L, vocab] for token models.
+// inputs to outputs: [B, classes] logits for classification, [B, L, vocab] for token models,
+// [B, values] for regression and multilabel (train.task; [B, 1] or [B] for a scalar target).
 // A model that declares itself as a sequence of blocks (blocks(); its forward() runs them in
 // order) can be split into pipeline stages; one built with a tensor group splits its
 // tensor-parallel layers over it (the GPT).
@@ -29,8 +30,9 @@ namespace cohort::train {
 // What the dataset says about a model's inputs and outputs.
 struct ModelInput {
   std::vector<std::int64_t> sample_shape;  // one input sample
-  std::int64_t classes = 0;                // classification: outputs
-  std::int64_t vocab_size = 0;             // token models
+  // Per sample: the classes (classification), the target's values (regression, multilabel).
+  std::int64_t outputs = 0;
+  std::int64_t vocab_size = 0;  // token models
   std::int64_t seq_len = 0;
   // Tensor parallelism: the group the model's tensor-parallel layers are split over (nullptr:
   // none). A model without such layers rejects a group of more than one rank.

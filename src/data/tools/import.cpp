@@ -34,11 +34,13 @@ void set_stats(WriterSpec& spec, const std::vector<float>& x, std::int64_t featu
 }
 
 // Writes inputs (spec.input_dtype, row-major) and labels: int64 class labels when every label is
-// a whole number >= 0 (classes = max + 1), float32 regression targets otherwise.
+// a whole number >= 0 (classes = max + 1) and `float_targets` is off, float32 regression targets
+// otherwise.
 DatasetInfo write_labelled(const std::string& out, WriterSpec spec, const void* inputs,
-                           const std::vector<double>& labels) {
-  const bool integral = std::all_of(labels.begin(), labels.end(),
-                                    [](double v) { return v >= 0 && v == std::floor(v); });
+                           const std::vector<double>& labels, bool float_targets) {
+  const bool integral = !float_targets && std::all_of(labels.begin(), labels.end(), [](double v) {
+    return v >= 0 && v == std::floor(v);
+  });
   spec.num_samples = static_cast<std::int64_t>(labels.size());
   spec.target_dtype = integral ? DType::kInt64 : DType::kFloat32;
   spec.classes =
@@ -123,7 +125,7 @@ DatasetInfo import_csv(const std::string& out, const ImportOptions& o, const std
   record_sources(spec, what, {path});
   // Per feature for flat samples (a StandardScaler), one value for images.
   set_stats(spec, x, features, spec.sample_shape.size() == 1);
-  return write_labelled(out, spec, x.data(), y);
+  return write_labelled(out, spec, x.data(), y, o.float_targets);
 }
 
 std::vector<float> npy_to_float(const parse::NpyArray& a, const std::string& path) {
@@ -170,10 +172,54 @@ DatasetInfo import_npy(const std::string& out, const ImportOptions& o) {
   if (inputs.dtype == DType::kUInt8 || inputs.dtype == DType::kFloat16) {
     // Stored as they come (uint8 images are scaled to [0, 1] by the reader).
     spec.input_dtype = inputs.dtype;
-    return write_labelled(out, spec, inputs.data.data(), y);
+    return write_labelled(out, spec, inputs.data.data(), y, o.float_targets);
   }
   const auto x = npy_to_float(inputs, o.inputs[0]);
-  return write_labelled(out, spec, x.data(), y);
+  return write_labelled(out, spec, x.data(), y, o.float_targets);
+}
+
+// A run of spaces or tabs between numbers as one comma, each line trimmed: scikit-learn's
+// bundled diabetes data is separated by spaces.
+std::string commas_for_spaces(const std::string& text) {
+  std::string out;
+  out.reserve(text.size());
+  bool gap = false;
+  for (const char c : text) {
+    if (c == ' ' || c == '\t') {
+      gap = !out.empty() && out.back() != '\n';
+      continue;
+    }
+    if (gap && c != '\n' && c != '\r') out += ',';
+    gap = false;
+    out += c;
+  }
+  return out;
+}
+
+// scikit-learn's bundled diabetes set: 442 patients, 10 raw features (age, sex, BMI, blood
+// pressure, six blood serum measurements) and a disease-progression score one year later, as
+// float32 regression targets with per-feature statistics (what StandardScaler would use).
+DatasetInfo import_diabetes(const std::string& out, const ImportOptions& o) {
+  COHORT_CHECK(o.inputs.empty() || o.inputs.size() == 2, UsageError,
+               "import diabetes: give no input (scikit-learn's) or DATA and TARGET files");
+  const std::string data = o.inputs.empty() ? kDiabetesData : o.inputs[0];
+  const std::string target = o.inputs.empty() ? kDiabetesTarget : o.inputs[1];
+  const auto x_table =
+      parse::parse_csv(commas_for_spaces(parse::read_maybe_gz(data, o.max_inflate_ratio)), data);
+  const auto y_table = parse::parse_csv(
+      commas_for_spaces(parse::read_maybe_gz(target, o.max_inflate_ratio)), target);
+  COHORT_CHECK(y_table.columns == 1 && y_table.rows == x_table.rows, IoError, target, ": ",
+               y_table.rows, " rows of ", y_table.columns, " values for ", x_table.rows,
+               " samples in ", data, " (one target per sample)");
+  const std::vector<float> x(x_table.values.begin(), x_table.values.end());
+  WriterSpec spec;
+  spec.sample_shape = {x_table.columns};
+  spec.split = o.split;
+  spec.chunk_bytes = o.chunk_bytes;
+  record_sources(spec, "diabetes (scikit-learn's bundled diabetes_data_raw, diabetes_target)",
+                 {data, target});
+  set_stats(spec, x, x_table.columns, true);
+  return write_labelled(out, spec, x.data(), y_table.values, true);
 }
 
 // Byte-level tokens (vocabulary 256). With a SentencePiece model: import_text_tokens.
@@ -211,11 +257,12 @@ DatasetInfo import_dataset(const std::string& out, const ImportOptions& options)
     if (digits.inputs.empty()) digits.inputs = {kDigitsCsv};
     return import_csv(out, digits, "digits (scikit-learn's bundled digits.csv.gz)");
   }
+  if (f == "diabetes") return import_diabetes(out, options);
   if (f == "csv") return import_csv(out, options, "csv");
   if (f == "npy") return import_npy(out, options);
   if (f == "text") return import_text(out, options);
   COHORT_THROW(UsageError, "import: unknown format '", f,
-               "' (fashion-mnist, digits, csv, npy, text)");
+               "' (fashion-mnist, digits, diabetes, csv, npy, text)");
 }
 
 }  // namespace cohort::data

@@ -1,10 +1,10 @@
 // cnn: a small ResNet. A 3x3 stem to model.width channels, then two stages of model.blocks basic
 // residual blocks (the second at twice the width and half the resolution), global average pooling
-// and a Linear to the classes (pipeline blocks: the stem, each residual block, the head). BatchNorm
-// everywhere; DDP re-broadcasts its running statistics from rank 0 at every step, so the ranks'
-// buffers stay equal. With model.channels_last (the default) weights and activations are NHWC:
-// oneDNN's convolutions then skip reordering every input and output, which trained 15-30% faster on
-// the build machines.
+// and a Linear to the outputs (the classes) (pipeline blocks: the stem, each residual block, the
+// head). BatchNorm everywhere; DDP re-broadcasts its running statistics from rank 0 at every step,
+// so the ranks' buffers stay equal. With model.channels_last (the default) weights and activations
+// are NHWC: oneDNN's convolutions then skip reordering every input and output, which trained 15-30%
+// faster on the build machines.
 #include <torch/nn/functional/activation.h>
 #include <torch/nn/functional/pooling.h>
 #include <torch/nn/modules/batchnorm.h>
@@ -58,8 +58,8 @@ class Cnn : public Model {
  public:
   Cnn(const ModelConfig& config, const ModelInput& input) : channels_last_(config.channels_last) {
     const auto& shape = input.sample_shape;
-    COHORT_CHECK(input.classes >= 2 && (shape.size() == 2 || shape.size() == 3), ConfigError,
-                 "model cnn: needs a classification set of images [C, H, W] or [H, W]");
+    COHORT_CHECK(input.outputs >= 1 && (shape.size() == 2 || shape.size() == 3), ConfigError,
+                 "model cnn: needs images [C, H, W] or [H, W] and a task with outputs");
     const std::int64_t channels = shape.size() == 3 ? shape[0] : 1;
     const std::int64_t width = config.width;  // >= 1, as blocks: checked at load
     const std::int64_t blocks = config.blocks;
@@ -76,7 +76,7 @@ class Cnn : public Model {
         in = out;
       }
     }
-    head_ = register_module("head", torch::nn::Linear(in, input.classes));
+    head_ = register_module("head", torch::nn::Linear(in, input.outputs));
     if (channels_last_) {
       for (auto& p : parameters()) {
         if (p.dim() == 4) p.set_data(p.contiguous(at::MemoryFormat::ChannelsLast));

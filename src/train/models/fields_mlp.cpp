@@ -2,8 +2,9 @@
 // vocab_size is embedded (model.width values per id); a ragged field is then averaged over its
 // mask (a bag of embeddings: padding never counts); each float field is flattened (a ragged one
 // averaged over its mask too). The pieces are concatenated in field order and go through
-// Linear + ReLU (+ dropout) for each width of model.hidden, then a Linear to the classes.
-// It is what a text classifier on subword tokens, or an image-plus-features model, starts from.
+// Linear + ReLU (+ dropout) for each width of model.hidden, then a Linear to the outputs (the
+// classes). It is what a text classifier on subword tokens, or an image-plus-features model, starts
+// from.
 #include <ATen/ops/cat.h>
 #include <ATen/ops/ones.h>
 #include <torch/nn/functional/activation.h>
@@ -27,8 +28,8 @@ class FieldsMlp : public Model {
     COHORT_CHECK(!fields_.empty(), ConfigError,
                  "model fields_mlp: the dataset has no named fields (it needs a field dataset, "
                  "docs/formats/dataset.md)");
-    COHORT_CHECK(input.classes >= 2, ConfigError, "model fields_mlp: the dataset has no classes (",
-                 input.classes, "); it needs a classification set");
+    COHORT_CHECK(input.outputs >= 1, ConfigError, "model fields_mlp: the task has no outputs (",
+                 input.outputs, "): the dataset records no classes");
     std::int64_t width = 0;
     for (const auto& field : fields_) {
       if (field.integer()) {
@@ -48,7 +49,7 @@ class FieldsMlp : public Model {
           register_module("fc" + std::to_string(index++), torch::nn::Linear(width, hidden)));
       width = hidden;
     }
-    out_ = register_module("out", torch::nn::Linear(width, input.classes));
+    out_ = register_module("out", torch::nn::Linear(width, input.outputs));
   }
 
   // One tensor: the first field, every position real.

@@ -14,8 +14,8 @@ namespace {
 class Mlp : public Model {
  public:
   Mlp(const ModelConfig& config, const ModelInput& input) {
-    COHORT_CHECK(input.classes >= 2, ConfigError, "model mlp: the dataset has no classes (",
-                 input.classes, "); it needs a classification set");
+    COHORT_CHECK(input.outputs >= 1, ConfigError, "model mlp: the task has no outputs (",
+                 input.outputs, "): the dataset records no classes");
     const double dropout = config.dropout;
     std::int64_t width = 1;
     for (auto d : input.sample_shape) width *= d;
@@ -35,7 +35,7 @@ class Mlp : public Model {
            }});
       width = hidden;
     }
-    torch::nn::Linear out(width, input.classes);
+    torch::nn::Linear out(width, input.outputs);
     register_module("out", out);
     const bool first = index == 0;
     blocks_.push_back({"out", {{"out", out.ptr()}}, [out, first](const at::Tensor& x) mutable {
