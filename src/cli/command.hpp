@@ -33,7 +33,8 @@ struct TorchCommand {
   const char* subcommand;
 };
 inline constexpr TorchCommand kTorchCommands[] = {
-    {"env", ""}, {"train", ""}, {"bench", ""}, {"ckpt", "export"}, {"data", "split"},
+    {"env", ""},   {"train", ""},      {"predict", ""},
+    {"bench", ""}, {"ckpt", "export"}, {"data", "split"},
 };
 
 // Whether `cohort ARGS...` (args: argv[1..]) runs in cohort-torch.
@@ -55,6 +56,7 @@ int run_env(const std::vector<std::string>& args, int* argc, char*** argv);
 int run_bench(const std::vector<std::string>& args, int* argc, char*** argv);
 int bench_pipeline(const std::vector<std::string>& args, int* argc, char*** argv);
 int run_train(const std::vector<std::string>& args, int* argc, char*** argv);
+int run_predict(const std::vector<std::string>& args, int* argc, char*** argv);
 int run_ckpt_export(const std::vector<std::string>& args, int* argc, char*** argv);
 int run_data_split(const std::vector<std::string>& args, int* argc, char*** argv);
 

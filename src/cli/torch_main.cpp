@@ -17,8 +17,8 @@ struct TorchEntry {
 
 // Each kTorchCommands entry's function: the subcommand, if any, stays in args.
 constexpr TorchEntry kEntries[] = {
-    {"env", run_env},          {"train", run_train},     {"bench", run_bench},
-    {"ckpt", run_ckpt_export}, {"data", run_data_split},
+    {"env", run_env},     {"train", run_train},      {"predict", run_predict},
+    {"bench", run_bench}, {"ckpt", run_ckpt_export}, {"data", run_data_split},
 };
 
 int dispatch(int argc, char** argv) {

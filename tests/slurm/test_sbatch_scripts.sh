@@ -45,3 +45,28 @@ for pair in 0:0.2 1:0.02; do
   [ -f "$work/cohort-sweep-${job}_$task-1.log" ] || fail "no log for rank 1 of task $task"
 done
 echo "sweep: 2 array tasks, each with its own optim.lr, run directory and per-rank logs"
+
+# sbatch/predict.sbatch: the first sweep task's run predicts the training set on 2 nodes; the
+# file equals a one-process `cohort predict` of the same checkpoint (to float32 rounding).
+run=$work/sweeps/$job/optim.lr=0.2
+pjob=$(submit_wait "$COHORT_SOURCE_DIR/sbatch/predict.sbatch" "$run/checkpoints" "$work/set.h5" \
+  "$work/preds.h5" --batch-size 37) || {
+  cat "$work"/cohort-predict-*.out >&2; fail "sbatch/predict.sbatch failed"; }
+cat "$work/cohort-predict-$pjob.out"
+grep -q "cohort-predict: job $pjob, 2 rank(s)" "$work/cohort-predict-$pjob.out" ||
+  fail "predict.sbatch did not run 2 ranks"
+"$COHORT_BIN" predict --checkpoint "$run/checkpoints" --data "$work/set.h5" --out "$work/one.h5" \
+  >/dev/null
+/usr/bin/python3 - "$work/preds.h5" "$work/one.h5" <<'PY' || fail "predict.sbatch's file differs"
+import sys
+import h5py
+import numpy as np
+two, one = (h5py.File(p, "r") for p in sys.argv[1:3])
+assert two["outputs"].shape == one["outputs"].shape and two["outputs"].shape[0] > 0
+a, b = two["outputs"][()], one["outputs"][()]
+diff = float(np.abs(a - b).max())
+assert diff <= 1e-6 * max(1.0, float(np.abs(b).max())), (diff, float(np.abs(b).max()))
+assert (two["argmax"][()] == one["argmax"][()]).all()
+print(f"predict.sbatch: {two['outputs'].shape} on 2 nodes, within {diff:.1e} of one process "
+      f"(outputs up to {float(np.abs(b).max()):.0f}: batch sizes 37 and 256 sum in other orders)")
+PY

@@ -268,6 +268,31 @@ Hid create_dataset(hid_t file, const std::string& name, DType dtype, std::int64_
                              where));
 }
 
+Hid create_preallocated_dataset(hid_t file, const std::string& name, DType dtype, std::int64_t rows,
+                                const std::vector<std::int64_t>& inner, const std::string& where) {
+  COHORT_CHECK(rows >= 1, IoError, where, ": a preallocated dataset needs rows");
+  std::vector<hsize_t> extent{static_cast<hsize_t>(rows)};
+  for (auto d : inner) extent.push_back(static_cast<hsize_t>(d));
+  auto lock = h5_lock();
+  Hid space(COHORT_H5_CHECK(
+      H5Screate_simple(static_cast<int>(extent.size()), extent.data(), nullptr), where));
+  Hid plist(COHORT_H5_CHECK(H5Pcreate(H5P_DATASET_CREATE), where));
+  COHORT_H5_CHECK(H5Pset_layout(plist.get(), H5D_CONTIGUOUS), where);
+  COHORT_H5_CHECK(H5Pset_alloc_time(plist.get(), H5D_ALLOC_TIME_EARLY), where);
+  COHORT_H5_CHECK(H5Pset_fill_time(plist.get(), H5D_FILL_TIME_NEVER), where);
+  Hid type = memory_type(dtype);
+  return Hid(COHORT_H5_CHECK(H5Dcreate2(file, name.c_str(), type.get(), space.get(), H5P_DEFAULT,
+                                        plist.get(), H5P_DEFAULT),
+                             where));
+}
+
+std::int64_t data_offset(hid_t dataset, const std::string& where) {
+  auto lock = h5_lock();
+  const haddr_t address = H5Dget_offset(dataset);
+  COHORT_CHECK(address != HADDR_UNDEF, IoError, where, ": the dataset has no allocated space");
+  return static_cast<std::int64_t>(address);
+}
+
 namespace {
 
 // Selects rows [first, first+count) x everything in the remaining dimensions.

@@ -49,6 +49,14 @@ Hid create_dataset(hid_t file, const std::string& name, DType dtype, std::int64_
                    const std::vector<std::int64_t>& inner, std::size_t chunk_bytes,
                    const std::string& where);
 
+// A contiguous dataset [rows >= 1, inner...] whose file space is allocated at creation and never
+// filled, so that other processes can write its rows with pwrite(2) at data_offset() (an
+// output's ranks, each its own rows) while no process has the file open with HDF5.
+Hid create_preallocated_dataset(hid_t file, const std::string& name, DType dtype, std::int64_t rows,
+                                const std::vector<std::int64_t>& inner, const std::string& where);
+// Where a contiguous, allocated dataset's bytes begin in its file.
+std::int64_t data_offset(hid_t dataset, const std::string& where);
+
 // Reads the runs (sorted, disjoint) into out, back to back in row order. combined: one H5Dread
 // of their union (one OR'ed hyperslab selection), which collective MPI-IO needs, and which takes
 // part with an empty selection when there are no runs. Otherwise one H5Dread per run: HDF5 1.10

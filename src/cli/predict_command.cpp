@@ -1,0 +1,82 @@
+// `cohort predict --checkpoint DIR|--model FILE --data X.h5 --out preds.h5`: a trained model's
+// outputs for every sample, on every rank of the launch, in sample order in one HDF5 file.
+#include <boost/program_options.hpp>
+#include <cstdio>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "cohort/comm/mpi_session.hpp"
+#include "cohort/error.hpp"
+#include "cohort/io/dtype.hpp"
+#include "cohort/train/predict.hpp"
+#include "command.hpp"
+
+namespace po = boost::program_options;
+
+namespace cohort::cli {
+namespace {
+
+train::TaskKind parse_task(const std::string& text) {
+  for (const auto kind :
+       {train::TaskKind::kAuto, train::TaskKind::kClassification, train::TaskKind::kRegression,
+        train::TaskKind::kMultilabel, train::TaskKind::kLanguageModel}) {
+    if (train::to_string(kind) == text) return kind;
+  }
+  COHORT_THROW(UsageError, "predict --task: '", text,
+               "' is not one of auto, classification, regression, multilabel, language_model");
+}
+
+}  // namespace
+
+int run_predict(const std::vector<std::string>& args, int* argc, char*** argv) {
+  train::PredictOptions o;
+  std::string task = "auto";
+  po::options_description desc("cohort predict options");
+  desc.add_options()("help,h", "show this help")(
+      "checkpoint", po::value(&o.checkpoint),
+      "a checkpoint directory (its latest) or a step directory of a run")(
+      "config", po::value(&o.config),
+      "the run's resolved config (default: config.resolved.ini beside the checkpoint directory)")(
+      "model", po::value(&o.model_file), "or a TorchScript module (weights included)")(
+      "task", po::value(&task)->default_value(task),
+      "--model: auto | classification | regression | multilabel | language_model")(
+      "data", po::value(&o.data)->required(), "the dataset to predict (its samples, in order)")(
+      "out,o", po::value(&o.out)->required(), "the predictions file (HDF5)")(
+      "batch-size", po::value(&o.batch_size)->default_value(o.batch_size), "samples per forward")(
+      "delay-ms", po::value(&o.delay_ms)->default_value(0),
+      "testing: sleep this long after each batch")("json", "print the summary as JSON");
+  po::variables_map vm;
+  po::store(po::command_line_parser(args).options(desc).run(), vm);
+  if (vm.count("help")) {
+    std::cout << "usage: cohort launch -n N -- cohort predict --checkpoint DIR|--model FILE "
+                 "--data X.h5 --out preds.h5\n"
+              << desc;
+    return 0;
+  }
+  po::notify(vm);
+  o.task = parse_task(task);
+  comm::MpiSession session(argc, argv);
+  const auto s = train::predict(o, session);
+  if (session.rank() != 0) return 0;
+  const double per_s = s.seconds > 0 ? static_cast<double>(s.samples) / s.seconds : 0;
+  if (vm.count("json")) {
+    nlohmann::json out = {{"out", s.out},
+                          {"model", s.model},
+                          {"task", s.task},
+                          {"samples", s.samples},
+                          {"output_shape", s.output_shape},
+                          {"argmax", s.argmax},
+                          {"ranks", s.ranks},
+                          {"seconds", s.seconds},
+                          {"samples_per_s", per_s}};
+    std::cout << out.dump(2, ' ', false, kJsonReplace) << "\n";
+    return 0;
+  }
+  std::printf("%s: %lld samples (%s, outputs %s per sample%s) from %s, %d rank(s), %.1f s\n",
+              s.out.c_str(), static_cast<long long>(s.samples), s.task.c_str(),
+              io::shape_text(s.output_shape).c_str(), s.argmax ? ", argmax" : "", s.model.c_str(),
+              s.ranks, s.seconds);
+  return 0;
+}
+
+}  // namespace cohort::cli
