@@ -152,6 +152,7 @@ std::vector<ckpt::NamedTensor> TrainCheckpoints::tensors(bool create_optimizer_s
   const bool momentum = optim_.momentum != 0;
   auto& state = optimizer_.state();
   for (const auto& p : model_.named_parameters()) {
+    if (!p.value().requires_grad()) continue;  // frozen (model.freeze): not in the optimizer
     const std::string name = "optim." + saved_name(p.key());
     const auto key = key_of(p.value());
     if (create_optimizer_state && state.find(key) == state.end() && (adamw || momentum)) {

@@ -6,6 +6,7 @@
 #include "cohort/error.hpp"
 #include "cohort/train/config.hpp"
 #include "train/config_fields.hpp"
+#include "train/name_patterns.hpp"
 #include "train/signals.hpp"
 
 namespace cohort::train {
@@ -85,6 +86,12 @@ const std::vector<ConfigRule>& config_rules() {
            return "";
          return "label_smoothing and class_weights apply to the cross_entropy loss only";
        }},
+      {"optim.lr_scale", "optim.lr_scale is REGEX:FACTOR,... (regular expressions, factors >= 0)",
+       [](C c) -> std::string { return lr_scale_problem(c.optim.lr_scale); }},
+      {"model.freeze", "model.freeze is a regular expression",
+       [](C c) -> std::string { return regex_problem(c.model.freeze); }},
+      {"model.init_prefix_map", "model.init_prefix_map is FROM:TO,... (prefixes of names)",
+       [](C c) -> std::string { return prefix_map_problem(c.model.init_prefix_map); }},
       {"monitor.http_bind", "monitor.http_bind is one host name or address",
        [](C c) -> std::string {
          return one_host(c.monitor.http_bind)

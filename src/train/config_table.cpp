@@ -39,6 +39,16 @@ const std::vector<KeySpec>& config_table() {
       {COHORT_KEY(model, jit_optimize), K::kBool, "false",
        "torchscript: let LibTorch's graph executor profile and optimize the module "
        "(docs/models.md)"},
+      {COHORT_KEY(model, init_from), K::kString, "",
+       "start from these weights: a torch.save state_dict, a Cohort export (.pt, .h5) or "
+       "checkpoint directory (docs/models.md)"},
+      {COHORT_KEY(model, init_strict), K::kBool, "true",
+       "init_from must hold every model tensor with its shape, and no other"},
+      {COHORT_KEY(model, init_prefix_map), K::kString, "",
+       "init_from names: FROM:TO,... renames the file's prefix FROM to the model's TO"},
+      {COHORT_KEY(model, freeze), K::kString, "",
+       "a regex: parameters whose names it matches are not trained (not in DDP, not in the "
+       "optimizer)"},
       // [data]
       {COHORT_KEY(data, path), K::kString, "",
        "training dataset: file or shard directory (required)"},
@@ -86,6 +96,9 @@ const std::vector<KeySpec>& config_table() {
        "clip gradients to this global L2 norm (0: off)", "", 0, kNoLimit},
       {COHORT_KEY(optim, accumulation), K::kInt, "1",
        "micro-batches per optimizer step (DDP no_sync)", "", 1, 1048576},
+      {COHORT_KEY(optim, lr_scale), K::kString, "",
+       "REGEX:FACTOR,...: a parameter's learning rate times the factor of the first regex that "
+       "matches its name"},
       // [train]
       {COHORT_KEY(train, epochs), K::kInt, "1", "epochs to train (max_steps may stop earlier)", "",
        1, 1073741824},

@@ -4,6 +4,13 @@
 #include <torch/optim/sgd.h>
 
 #include <cmath>
+#include <cstdlib>
+#include <map>
+#include <regex>
+#include <sstream>
+
+#include "cohort/error.hpp"
+#include "train/name_patterns.hpp"
 
 namespace cohort::train {
 
@@ -22,8 +29,57 @@ std::unique_ptr<torch::optim::Optimizer> make_optimizer(const OptimConfig& o,
                                                          .weight_decay(o.weight_decay));
 }
 
-void set_learning_rate(torch::optim::Optimizer& optimizer, double lr) {
-  for (auto& group : optimizer.param_groups()) group.options().set_lr(lr);
+std::unique_ptr<torch::optim::Optimizer> make_optimizer(const OptimConfig& o,
+                                                        const ParameterGroups& groups) {
+  auto optimizer =
+      make_optimizer(o, groups.params.empty() ? std::vector<at::Tensor>{} : groups.params.front());
+  for (std::size_t g = 1; g < groups.params.size(); ++g) {
+    optimizer->add_param_group(torch::optim::OptimizerParamGroup(
+        groups.params[g], optimizer->param_groups().front().options().clone()));
+  }
+  set_learning_rate(*optimizer, o.lr, groups.lr_scales);
+  return optimizer;
+}
+
+void set_learning_rate(torch::optim::Optimizer& optimizer, double lr,
+                       const std::vector<double>& scales) {
+  auto& groups = optimizer.param_groups();
+  for (std::size_t g = 0; g < groups.size(); ++g) {
+    groups[g].options().set_lr(lr * (g < scales.size() ? scales[g] : 1.0));
+  }
+}
+
+ParameterGroups group_parameters(
+    const std::vector<std::pair<std::string, at::Tensor>>& named_parameters,
+    const std::string& lr_scale, bool every_regex_matches) {
+  const auto items = parse_lr_scale(lr_scale);
+  std::vector<std::regex> patterns;
+  for (const auto& item : items) patterns.emplace_back(item.first);
+  std::vector<bool> used(items.size(), false);
+  std::map<double, std::size_t> group_of;  // factor -> group, groups in order of appearance
+  ParameterGroups groups;
+  for (const auto& [name, p] : named_parameters) {
+    if (!p.requires_grad()) continue;  // frozen (model.freeze)
+    double factor = 1;
+    for (std::size_t i = 0; i < items.size(); ++i) {
+      if (!std::regex_search(name, patterns[i])) continue;
+      factor = items[i].second;
+      used[i] = true;
+      break;
+    }
+    const auto [it, added] = group_of.emplace(factor, groups.params.size());
+    if (added) {
+      groups.params.emplace_back();
+      groups.lr_scales.push_back(factor);
+    }
+    groups.params[it->second].push_back(p);
+  }
+  for (std::size_t i = 0; i < items.size() && every_regex_matches; ++i) {
+    COHORT_CHECK(used[i], ConfigError, "optim.lr_scale: '", items[i].first,
+                 "' matches no trained parameter (docs/models.md: cohort ckpt inspect lists "
+                 "the names)");
+  }
+  return groups;
 }
 
 LrSchedule::LrSchedule(const OptimConfig& o, std::int64_t total_steps)

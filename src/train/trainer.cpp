@@ -32,6 +32,7 @@
 #include "cohort/train/optim.hpp"
 #include "cohort/train/torch_runtime.hpp"
 #include "train/checkpointing.hpp"
+#include "train/init_weights.hpp"
 #include "train/parallelism.hpp"
 #include "train/preemption.hpp"
 #include "train/run_module.hpp"
@@ -39,6 +40,16 @@
 #include "train/trainer_impl.hpp"
 
 namespace cohort::train {
+
+namespace {
+
+std::vector<std::pair<std::string, at::Tensor>> named_parameters(torch::nn::Module& module) {
+  std::vector<std::pair<std::string, at::Tensor>> named;
+  for (const auto& p : module.named_parameters()) named.emplace_back(p.key(), p.value());
+  return named;
+}
+
+}  // namespace
 
 int threads_per_rank(std::int64_t configured, int local_ranks,
                      const env::Environment& environment) {
@@ -85,7 +96,10 @@ void Trainer::Impl::setup() {
   make_loader();
   keep_run_module(config, session.rank());
   build_model(loader->info());
-  optimizer = make_optimizer(config.optim, parallel->trained().parameters());
+  const auto groups =
+      group_parameters(named_parameters(parallel->trained()), config.optim.lr_scale, false);
+  lr_scales = groups.lr_scales;
+  optimizer = make_optimizer(config.optim, groups);
   plan_run();
   schedule = std::make_unique<LrSchedule>(config.optim, plan.total_steps);
   checkpoints = std::make_unique<TrainCheckpoints>(config, summary.config_hash, session,
@@ -147,6 +161,9 @@ void Trainer::Impl::build_model(const data::DatasetInfo& info) {
                ": a field dataset's model runs whole on one device (parallel.pipeline_stages and "
                "parallel.devices need a single-input dataset)");
   auto model = train::build_model(config.model, input);
+  if (!config.model.init_from.empty()) init_line = init_weights(*model, config.model).text();
+  if (!config.model.freeze.empty()) freeze_parameters(*model, config.model.freeze);
+  group_parameters(named_parameters(*model), config.optim.lr_scale, true);  // each regex matches
   // Field models take named fields, not one sample tensor: their first loss() checks instead.
   if (info.kind != data::DatasetKind::kFields) check_model_output(*model, sample_input(input));
   facts.flops_per_sample = model->train_flops_per_sample();

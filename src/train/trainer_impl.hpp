@@ -89,6 +89,8 @@ struct Trainer::Impl {
   RunPlan plan;
   StepSettings settings;
   ModelFacts facts;
+  std::vector<double> lr_scales;  // per optimizer group (optim.lr_scale)
+  std::string init_line;          // model.init_from's report, said before the first step
   double last_grad_norm = 0;
   double grad_norm_seconds = 0;  // spent on norms only the monitor wanted
   std::FILE* progress = stdout;

@@ -14,6 +14,7 @@
 namespace cohort::train {
 
 void Trainer::Impl::print_banner() const {
+  if (session.rank() == 0 && !init_line.empty()) std::fprintf(progress, "%s\n", init_line.c_str());
   if (session.rank() != 0 || config.train.log_every <= 0) return;
   const auto& s = summary;
   std::fprintf(progress,

@@ -81,7 +81,7 @@ double Trainer::Impl::step(const std::vector<data::Batch>& micro, std::int64_t i
     timer.lap(Phase::kComm);  // exposed: what backward did not hide
   }
   last_grad_norm = grad_norm(index);
-  set_learning_rate(*optimizer, schedule->at(index));
+  set_learning_rate(*optimizer, schedule->at(index), lr_scales);
   timer.lap(Phase::kOptimizer);
   checkpoints->before_update();  // an asynchronous save may still be copying the parameters
   timer.lap(Phase::kCheckpoint);

@@ -51,6 +51,10 @@ struct ModelConfig {
   std::string file;  // torchscript: the saved module
   double flops_per_sample = 0;
   bool jit_optimize = false;  // torchscript: the graph executor's optimizing passes
+  std::string init_from;      // weights to start from (docs/models.md, "Pretrained weights")
+  bool init_strict = true;
+  std::string init_prefix_map;  // "from.:to.,..."
+  std::string freeze;           // a regex over parameter names
 };
 
 struct DataConfig {
@@ -86,6 +90,7 @@ struct OptimConfig {
   double min_lr = 0;
   double clip_norm = 0;
   std::int64_t accumulation = 0;
+  std::string lr_scale;  // "REGEX:FACTOR,...": the first match scales a parameter's lr
 };
 
 struct TrainSection {

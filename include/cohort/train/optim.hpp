@@ -8,6 +8,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace torch::optim {
@@ -18,10 +19,26 @@ class Optimizer;
 
 namespace cohort::train {
 
+// The parameters an optimizer trains: those that require gradients (model.freeze leaves the
+// others out), in groups of one learning-rate scale each (optim.lr_scale: "REGEX:FACTOR,...", the
+// first regex found in a parameter's name gives its factor; 1 when none does).
+struct ParameterGroups {
+  std::vector<std::vector<at::Tensor>> params;
+  std::vector<double> lr_scales;  // one per group
+};
+// every_regex_matches (the whole model's parameters): ConfigError when a regex of optim.lr_scale
+// matches no trainable parameter (a pipeline stage's share may hold none of its matches).
+ParameterGroups group_parameters(
+    const std::vector<std::pair<std::string, at::Tensor>>& named_parameters,
+    const std::string& lr_scale, bool every_regex_matches);
+
 std::unique_ptr<torch::optim::Optimizer> make_optimizer(const OptimConfig& config,
                                                         const std::vector<at::Tensor>& params);
-// Sets the learning rate of every parameter group.
-void set_learning_rate(torch::optim::Optimizer& optimizer, double lr);
+std::unique_ptr<torch::optim::Optimizer> make_optimizer(const OptimConfig& config,
+                                                        const ParameterGroups& groups);
+// Sets the learning rate of every parameter group: lr times the group's scale (1 without).
+void set_learning_rate(torch::optim::Optimizer& optimizer, double lr,
+                       const std::vector<double>& scales = {});
 
 // lr(step), step counting optimizer steps from 0: a linear warmup over optim.warmup_steps, then
 // constant; step (x gamma every step_size steps); or cosine from lr to min_lr over the remaining

@@ -1,0 +1,127 @@
+#include "cohort/ckpt/weights.hpp"
+
+#include <ATen/ops/empty.h>
+#include <c10/util/Exception.h>
+#include <torch/csrc/jit/serialization/pickle.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+
+#include "ckpt/files.hpp"
+#include "cohort/ckpt/inspect.hpp"
+#include "cohort/ckpt/reader.hpp"
+#include "cohort/error.hpp"
+#include "cohort/io/files.hpp"
+#include "io/h5/file.hpp"
+#include "io/h5/h5_check.hpp"
+
+namespace cohort::ckpt {
+namespace {
+
+namespace fs = std::filesystem;
+namespace h5 = io::h5;
+constexpr std::size_t kMaxExportTensors = 1 << 20;
+
+// A checkpoint directory's newest checkpoint that verifies (a step directory: itself).
+std::string newest_valid(const std::string& dir) {
+  std::error_code error;
+  if (fs::is_regular_file(fs::path(dir) / "manifest.json", error)) return dir;
+  std::string problems;
+  for (const auto& entry : list_checkpoints(dir)) {
+    const auto found =
+        entry.readable ? verify_checkpoint(entry.path) : std::vector<std::string>{entry.problem};
+    if (found.empty()) return entry.path;
+    problems += " " + entry.path + ": " + found.front() + ";";
+  }
+  COHORT_THROW(IoError, dir, ": no checkpoint that verifies (",
+               problems.empty() ? " none" : problems, " )");
+}
+
+NamedWeights read_checkpoint(const std::string& dir) {
+  NamedWeights weights;
+  weights.source = newest_valid(dir);
+  CheckpointReader reader(weights.source);
+  for (const auto& entry : reader.manifest().tensors) {
+    if (entry.name.rfind("model.", 0) != 0) continue;
+    at::Tensor t = at::empty(entry.shape, at::TensorOptions().dtype(scalar_type_of(entry.dtype)));
+    reader.read(entry, t.data_ptr(), /*verify=*/true);
+    weights.tensors.emplace_back(entry.name.substr(6), std::move(t));
+  }
+  return weights;
+}
+
+// `cohort ckpt export -o F.h5`: one dataset per tensor, its dtype and shape as attributes.
+NamedWeights read_export_h5(const std::string& path) {
+  h5::Hid file = h5::open_file(path);
+  const auto format = h5::read_string_attribute(file.get(), "format", path);
+  COHORT_CHECK(format && *format == "cohort-checkpoint-export", IoError, path,
+               ": not a Cohort export (its 'format' attribute is not cohort-checkpoint-export)");
+  NamedWeights weights;
+  weights.source = path;
+  for (const auto& name : h5::group_members(file.get(), "/", kMaxExportTensors, path)) {
+    const std::string where = path + ": " + name;
+    h5::Hid set = h5::open_dataset(file.get(), name, where);
+    const io::DType stored = h5::stored_dtype(set.get(), where);
+    h5::check_backed(set.get(), io::dtype_size(stored), where);
+    const auto dims = h5::dims(set.get(), where);
+    at::Tensor t =
+        at::empty(dims, at::TensorOptions().dtype(scalar_type_of(io::to_string(stored))));
+    const std::int64_t rows = dims.empty() ? 1 : dims[0];
+    if (t.numel() > 0) {
+      h5::read_runs(set.get(), {{0, rows}}, stored, t.data_ptr(), H5P_DEFAULT, false, where);
+    }
+    const auto dtype = h5::read_string_attribute(set.get(), "dtype", where);
+    const auto shape = h5::read_string_attribute(set.get(), "shape", where);
+    if (shape && *shape == "[]") t = t.reshape({});  // a 0-d tensor, stored as one element
+    if (dtype) t = t.to(scalar_type_of(*dtype));     // bfloat16, stored as float32
+    weights.tensors.emplace_back(name, std::move(t));
+  }
+  return weights;
+}
+
+// `cohort ckpt export -o F.pt` (LibTorch's pickle_save of a dict of tensors).
+NamedWeights read_export_pt(const std::string& path) {
+  const std::int64_t bytes = io::file_bytes(path);
+  std::vector<char> data(static_cast<std::size_t>(bytes));
+  std::ifstream in(path, std::ios::binary);
+  COHORT_CHECK(in.read(data.data(), bytes).good(), IoError, path, ": cannot read");
+  c10::IValue value;
+  try {
+    value = torch::jit::pickle_load(data);
+  } catch (const c10::Error& e) {
+    COHORT_THROW(IoError, path, ": neither a torch.save zip file nor a Cohort export (",
+                 e.what_without_backtrace(), ")");
+  }
+  COHORT_CHECK(value.isGenericDict(), IoError, path, ": holds a ", value.tagKind(),
+               ", not a dict of tensors");
+  NamedWeights weights;
+  weights.source = path;
+  for (const auto& item : value.toGenericDict()) {
+    COHORT_CHECK(item.key().isString() && item.value().isTensor(), IoError, path,
+                 ": an entry that is not a named tensor");
+    weights.tensors.emplace_back(item.key().toStringRef(), item.value().toTensor());
+  }
+  return weights;
+}
+
+bool starts_with_zip(const std::string& path) {
+  char magic[4] = {};
+  std::ifstream in(path, std::ios::binary);
+  in.read(magic, 4);
+  return in.gcount() == 4 && std::string(magic, 4) == std::string("PK\x03\x04", 4);
+}
+
+}  // namespace
+
+NamedWeights read_weights(const std::string& path) {
+  std::error_code error;
+  COHORT_CHECK(fs::exists(path, error), IoError, path, ": no such file or directory");
+  if (fs::is_directory(path, error)) return read_checkpoint(path);
+  const std::string extension = fs::path(path).extension().string();
+  if (extension == ".h5" || extension == ".hdf5") return read_export_h5(path);
+  if (starts_with_zip(path)) return read_torch_save(path);
+  return read_export_pt(path);
+}
+
+}  // namespace cohort::ckpt

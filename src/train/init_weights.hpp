@@ -1,0 +1,36 @@
+// Pretrained weights and frozen parameters (model.init_from, init_strict, init_prefix_map,
+// freeze), applied to the whole model on every rank before it is split or wrapped in DDP.
+//
+// init_weights(): the weights' names (ckpt::read_weights) renamed by the prefix map, matched to
+// the model's parameters and buffers by name and shape and copied in (converted to the model's
+// dtype). Strict: every model tensor must be there with its shape and nothing else, else one
+// ConfigError listing the first of each kind. Not strict: what matches is loaded and the report
+// says what was missing (kept as initialised), unexpected (ignored) and of another shape (both
+// shapes); nothing matching at all is still an error. A resumed run's checkpoint overwrites
+// all of it afterwards.
+#pragma once
+
+#include <torch/nn/module.h>
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "cohort/train/config.hpp"
+
+namespace cohort::train {
+
+struct InitReport {
+  std::string source;  // the file or step directory read
+  int loaded = 0;
+  std::vector<std::string> missing, unexpected, mismatched;  // mismatched: "name [a] vs [b]"
+  std::string text() const;                                  // one line, for the console
+};
+
+InitReport init_weights(torch::nn::Module& model, const ModelConfig& config);
+
+// Sets requires_grad = false on the parameters whose names the regex matches (found anywhere in
+// the name; ^ anchors); returns how many. ConfigError when it matches none.
+int freeze_parameters(torch::nn::Module& model, const std::string& regex);
+
+}  // namespace cohort::train
