@@ -2,6 +2,7 @@
 
 #include <ATen/ops/empty.h>
 
+#include <algorithm>
 #include <cstring>
 #include <map>
 #include <optional>
@@ -29,6 +30,9 @@ namespace {
 
 constexpr std::size_t kMaxStack = 1 << 20;
 constexpr std::size_t kMaxMemo = 1 << 22;
+// Deeper nesting would make the values' destructors recurse past the stack; a state_dict is 3
+// deep (a dict in a dict of tensors).
+constexpr int kMaxDepth = 64;
 
 // torch's typed storage classes, by global name.
 bool storage_dtype(const std::string& name, at::ScalarType& dtype) {
@@ -113,8 +117,24 @@ class Machine {
   }
   Ptr tuple(std::vector<Ptr> items) {
     Ptr v = make(Kind::kTuple);
+    for (const auto& item : items) nest(*v, *item);
     v->items = std::move(items);
     return v;
+  }
+  // `container` takes `child`: its depth grows to hold it, up to kMaxDepth.
+  void nest(Value& container, const Value& child) {
+    container.depth = std::max(container.depth, child.depth + 1);
+    COHORT_CHECK(container.depth <= kMaxDepth, IoError, path_, ": the pickle nests deeper than ",
+                 kMaxDepth);
+  }
+  // The list or dict on top, which takes items: only while no other container holds it (the
+  // stack and the memo may), so that every container's depth stays what nest() recorded.
+  Value& open_container(Kind kind) {
+    Ptr& v = top();
+    COHORT_CHECK(v->kind == kind, IoError, path_, ": adds items to a ", kind_name(v->kind));
+    COHORT_CHECK(v.use_count() <= 2, IoError, path_,
+                 ": adds items to a container already inside another");
+    return *v;
   }
   void put(std::uint64_t index) {
     COHORT_CHECK(memo_.size() < kMaxMemo || memo_.count(index), IoError, path_,
@@ -290,17 +310,23 @@ bool Machine::step_containers(unsigned char op) {
     }
     case ']':
     case 'l': {
-      Ptr v = make(Kind::kList);
-      if (op == 'l') v->items = pop_to_mark();
-      push(std::move(v));
+      std::vector<Ptr> items = op == 'l' ? pop_to_mark() : std::vector<Ptr>{};
+      push(make(Kind::kList));
+      Value& list = open_container(Kind::kList);
+      for (auto& item : items) {
+        nest(list, *item);
+        list.items.push_back(std::move(item));
+      }
       return true;
     }
     case 'a':
     case 'e': {
       std::vector<Ptr> items = op == 'a' ? std::vector<Ptr>{pop()} : pop_to_mark();
-      COHORT_CHECK(top()->kind == Kind::kList, IoError, path_, ": APPEND to a ",
-                   kind_name(top()->kind));
-      for (auto& item : items) top()->items.push_back(std::move(item));
+      Value& list = open_container(Kind::kList);
+      for (auto& item : items) {
+        nest(list, *item);
+        list.items.push_back(std::move(item));
+      }
       return true;
     }
     case '}':
@@ -314,10 +340,12 @@ bool Machine::step_containers(unsigned char op) {
         items = {key, value};
       }
       if (op == '}' || op == 'd') push(make(Kind::kDict));
-      COHORT_CHECK(top()->kind == Kind::kDict && items.size() % 2 == 0, IoError, path_,
-                   ": SETITEM on a ", kind_name(top()->kind));
+      Value& dict = open_container(Kind::kDict);
+      COHORT_CHECK(items.size() % 2 == 0, IoError, path_, ": SETITEMS of an odd count");
       for (std::size_t i = 0; i < items.size(); i += 2) {
-        top()->entries.emplace_back(items[i], items[i + 1]);
+        nest(dict, *items[i]);
+        nest(dict, *items[i + 1]);
+        dict.entries.emplace_back(items[i], items[i + 1]);
       }
       return true;
     }

@@ -44,6 +44,7 @@ struct Value {
   std::vector<Ptr> items;                    // tuple, list
   std::vector<std::pair<Ptr, Ptr>> entries;  // dict, in insertion order
   at::Tensor tensor;                         // storage (1-D), tensor
+  int depth = 1;                             // nesting: containers at most kMaxDepth deep
   // A dict's value under a string key (nullptr when absent or not a dict).
   const Value* find(const std::string& key) const;
 };
