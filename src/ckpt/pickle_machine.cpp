@@ -1,14 +1,11 @@
 #include "ckpt/pickle_machine.hpp"
 
-#include <ATen/ops/empty.h>
 
 #include <algorithm>
 #include <cstring>
 #include <map>
-#include <optional>
 
 #include "cohort/error.hpp"
-#include "common/checked_math.hpp"
 
 namespace cohort::ckpt::pickle {
 
@@ -33,27 +30,6 @@ constexpr std::size_t kMaxMemo = 1 << 22;
 // Deeper nesting would make the values' destructors recurse past the stack; a state_dict is 3
 // deep (a dict in a dict of tensors).
 constexpr int kMaxDepth = 64;
-
-// torch's typed storage classes, by global name.
-bool storage_dtype(const std::string& name, at::ScalarType& dtype) {
-  static const std::map<std::string, at::ScalarType> kTypes = {
-      {"torch.FloatStorage", at::kFloat}, {"torch.DoubleStorage", at::kDouble},
-      {"torch.HalfStorage", at::kHalf},   {"torch.BFloat16Storage", at::kBFloat16},
-      {"torch.LongStorage", at::kLong},   {"torch.IntStorage", at::kInt},
-      {"torch.ShortStorage", at::kShort}, {"torch.CharStorage", at::kChar},
-      {"torch.ByteStorage", at::kByte},   {"torch.BoolStorage", at::kBool}};
-  const auto it = kTypes.find(name);
-  if (it == kTypes.end()) return false;
-  dtype = it->second;
-  return true;
-}
-
-bool known_callable(const std::string& name) {
-  return name == "collections.OrderedDict" || name == "torch._utils._rebuild_tensor_v2" ||
-         name == "torch._utils._rebuild_parameter" ||
-         name == "torch._utils._rebuild_parameter_with_state" ||
-         name == "torch.jit._pickle.restore_type_tag";
-}
 
 Ptr make(Kind kind) {
   auto v = std::make_shared<Value>();
@@ -150,7 +126,6 @@ class Machine {
   void global(const std::string& name);
   void reduce();
   void persistent_id();
-  Ptr rebuild_tensor(const Value& args);
 
   const std::string& in_;
   std::size_t at_ = 0;
@@ -309,19 +284,13 @@ bool Machine::step_containers(unsigned char op) {
       return true;
     }
     case ']':
-    case 'l': {
-      std::vector<Ptr> items = op == 'l' ? pop_to_mark() : std::vector<Ptr>{};
-      push(make(Kind::kList));
-      Value& list = open_container(Kind::kList);
-      for (auto& item : items) {
-        nest(list, *item);
-        list.items.push_back(std::move(item));
-      }
-      return true;
-    }
+    case 'l':
     case 'a':
-    case 'e': {
-      std::vector<Ptr> items = op == 'a' ? std::vector<Ptr>{pop()} : pop_to_mark();
+    case 'e': {  // a new list (of the items above the mark), or items appended to the top one
+      std::vector<Ptr> items;
+      if (op == 'l' || op == 'e') items = pop_to_mark();
+      if (op == 'a') items = {pop()};
+      if (op == ']' || op == 'l') push(make(Kind::kList));
       Value& list = open_container(Kind::kList);
       for (auto& item : items) {
         nest(list, *item);
@@ -394,7 +363,9 @@ void Machine::reduce() {
     COHORT_CHECK(args->items.empty(), IoError, path_, ": OrderedDict with arguments");
     push(make(Kind::kDict));
   } else if (name == "torch._utils._rebuild_tensor_v2") {
-    push(rebuild_tensor(*args));
+    Ptr v = make(Kind::kTensor);
+    v->tensor = rebuild_tensor(*args, path_);
+    push(std::move(v));
   } else if (name == "torch.jit._pickle.restore_type_tag") {  // (value, "Dict[str, Tensor]")
     COHORT_CHECK(args->items.size() == 2, IoError, path_, ": restore_type_tag of ",
                  args->items.size(), " arguments");
@@ -404,38 +375,6 @@ void Machine::reduce() {
                  ": ", name, " of no tensor");
     push(args->items[0]);
   }
-}
-
-// _rebuild_tensor_v2(storage, offset, size, stride, requires_grad, hooks[, metadata]), its
-// extent inside the storage checked first.
-Ptr Machine::rebuild_tensor(const Value& args) {
-  const auto& a = args.items;
-  const auto ints = [](const Ptr& t) {
-    bool ok = t->kind == Kind::kTuple;
-    for (const auto& i : t->items) ok = ok && i->kind == Kind::kInt && i->number >= 0;
-    return ok;
-  };
-  COHORT_CHECK(a.size() >= 4 && a[0]->kind == Kind::kStorage && a[1]->kind == Kind::kInt &&
-                   a[1]->number >= 0 && ints(a[2]) && ints(a[3]) &&
-                   a[2]->items.size() == a[3]->items.size(),
-               IoError, path_, ": a tensor whose storage, offset, size or stride is malformed");
-  std::vector<std::int64_t> size, stride;
-  std::optional<std::int64_t> last = a[1]->number;  // the highest element used
-  bool empty = false;
-  for (std::size_t d = 0; d < a[2]->items.size(); ++d) {
-    size.push_back(a[2]->items[d]->number);
-    stride.push_back(a[3]->items[d]->number);
-    empty = empty || size.back() == 0;
-    const auto span = checked::mul(size.back() == 0 ? 0 : size.back() - 1, stride.back());
-    last = last && span ? checked::add(*last, *span) : std::nullopt;
-  }
-  const at::Tensor& storage = a[0]->tensor;
-  COHORT_CHECK(empty || (last && *last < storage.numel()), IoError, path_,
-               ": a tensor reaches past its storage of ", storage.numel(), " elements");
-  Ptr v = make(Kind::kTensor);
-  v->tensor = empty ? at::empty(size, storage.options())
-                    : storage.as_strided(size, stride, a[1]->number).clone();
-  return v;
 }
 
 }  // namespace

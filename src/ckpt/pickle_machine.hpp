@@ -55,4 +55,11 @@ using StorageLoader =
 
 Value run(const std::string& pickle, const std::string& path, const StorageLoader& load);
 
+// The machine's pieces (pickle_globals.cpp). A torch typed storage class's dtype (false: not one).
+bool storage_dtype(const std::string& name, at::ScalarType& dtype);
+// The callables REDUCE may call: OrderedDict, the tensor and parameter rebuilders, the type tag.
+bool known_callable(const std::string& name);
+// _rebuild_tensor_v2's arguments as a tensor, its extent checked against its storage first.
+at::Tensor rebuild_tensor(const Value& args, const std::string& path);
+
 }  // namespace cohort::ckpt::pickle
