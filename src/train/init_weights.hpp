@@ -6,8 +6,8 @@
 // dtype). Strict: every model tensor must be there with its shape and nothing else, else one
 // ConfigError listing the first of each kind. Not strict: what matches is loaded and the report
 // says what was missing (kept as initialised), unexpected (ignored) and of another shape (both
-// shapes); nothing matching at all is still an error. A resumed run's checkpoint overwrites
-// all of it afterwards.
+// shapes); nothing matching at all is still an error. The trainer does not call it for a run
+// that resumes (its checkpoint holds the weights).
 #pragma once
 
 #include <torch/nn/module.h>

@@ -16,6 +16,7 @@
 #include <thread>
 #include <utility>
 
+#include "cohort/ckpt/inspect.hpp"
 #include "cohort/comm/allocator.hpp"
 #include "cohort/comm/factory.hpp"
 #include "cohort/data/loader.hpp"
@@ -161,7 +162,7 @@ void Trainer::Impl::build_model(const data::DatasetInfo& info) {
                ": a field dataset's model runs whole on one device (parallel.pipeline_stages and "
                "parallel.devices need a single-input dataset)");
   auto model = train::build_model(config.model, input);
-  if (!config.model.init_from.empty()) init_line = init_weights(*model, config.model).text();
+  if (!config.model.init_from.empty()) init_from(*model);
   if (!config.model.freeze.empty()) freeze_parameters(*model, config.model.freeze);
   group_parameters(named_parameters(*model), config.optim.lr_scale, true);  // each regex matches
   // Field models take named fields, not one sample tensor: their first loss() checks instead.
@@ -174,6 +175,19 @@ void Trainer::Impl::build_model(const data::DatasetInfo& info) {
   parallel->attach(std::move(model), sample_input(input), d);
   const auto params = parallel->trained().parameters();
   settings.cuda = !params.empty() && params.front().is_cuda();
+}
+
+// model.init_from, unless the run resumes (its checkpoint holds the weights; the pretrained file
+// need not be there any more when a requeued job comes back).
+void Trainer::Impl::init_from(Model& model) {
+  const std::string dir = config.checkpoint_dir();
+  std::error_code error;
+  if (config.checkpoint.resume && std::filesystem::is_directory(dir, error) &&
+      !ckpt::list_checkpoints(dir).empty()) {
+    init_line = "init_from " + config.model.init_from + ": not read, the run resumes from " + dir;
+    return;
+  }
+  init_line = init_weights(model, config.model).text();
 }
 
 // The model's output for one sample against the task's targets, before any step (eval mode: no

@@ -103,6 +103,7 @@ struct Trainer::Impl {
   void make_loader();
   void build_model(const data::DatasetInfo& info);
   void check_model_output(Model& model, const at::Tensor& sample);
+  void init_from(Model& model);
   void plan_run();
   // the loop (trainer.cpp)
   TrainSummary run();

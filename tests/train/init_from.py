@@ -24,6 +24,7 @@ Usage: init_from.py COHORT WORKDIR   (MPIEXEC, MPIEXEC_FLAGS from the environmen
 import collections
 import io
 import json
+import os
 import pickle
 import subprocess
 import zipfile
@@ -211,6 +212,14 @@ if any(n.startswith("optim.encoder") for n in names) or not any(n.startswith("op
                                                                  for n in names):
     fail(f"optimizer state of frozen parameters: {names}")
 print("frozen encoder: unchanged, no optimizer state in the checkpoint")
+
+# A resumed run does not read init_from again (a requeued job's pretrained file may be gone).
+os.rename("sd.pt", "sd-moved.pt")
+done = train("sd-1", 1, [("model.init_from", "sd.pt"), ("checkpoint.resume", "true")], steps=25)
+if "init_from sd.pt: not read, the run resumes from sd-1/checkpoints" not in done.stdout or \
+        "resumed from" not in done.stdout + done.stderr:
+    fail(f"a resume read init_from: {done.stdout[-800:]}")
+print("resumed without init_from's file: not read")
 
 BAD = [
     ([("model.init_from", "five.pt")], 2,
