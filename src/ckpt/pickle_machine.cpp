@@ -1,6 +1,5 @@
 #include "ckpt/pickle_machine.hpp"
 
-
 #include <algorithm>
 #include <cstring>
 #include <map>

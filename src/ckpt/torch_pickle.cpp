@@ -66,7 +66,7 @@ class TorchZip {
     return {offset, it->second};
   }
 
-  std::string read(std::uint64_t offset, std::uint64_t bytes, void* out) {
+  void read(std::uint64_t offset, std::uint64_t bytes, void* out) {
     auto* p = static_cast<char*>(out);
     while (bytes > 0) {
       const ssize_t n = ::pread(fd_.get(), p, bytes, static_cast<off_t>(offset));
@@ -77,7 +77,6 @@ class TorchZip {
       offset += static_cast<std::uint64_t>(n);
       bytes -= static_cast<std::uint64_t>(n);
     }
-    return {};
   }
   const std::string& path() const { return path_; }
 

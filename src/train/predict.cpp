@@ -24,6 +24,7 @@
 #include "cohort/data/reader.hpp"
 #include "cohort/data/transform.hpp"
 #include "cohort/error.hpp"
+#include "cohort/io/dtype.hpp"
 #include "cohort/io/files.hpp"
 #include "cohort/io/unique_fd.hpp"
 #include "cohort/train/model.hpp"
@@ -217,12 +218,6 @@ void write_share(Runner& runner, const PredictOptions& o, const OutputLayout& la
   COHORT_CHECK(::fsync(fd.get()) == 0, IoError, partial, ": fsync: ", std::strerror(errno));
 }
 
-std::int64_t numel_of(const std::vector<std::int64_t>& shape) {
-  std::int64_t n = 1;
-  for (const auto d : shape) n *= d;
-  return n;
-}
-
 // Collective: rank 0 creates "<out>.partial" and broadcasts where its datasets lie; every rank
 // writes its contiguous share of the samples; once all have synced, rank 0 renames it to `out`.
 void write_predictions(Runner& runner, const PredictOptions& o, const PredictSummary& s,
@@ -240,9 +235,10 @@ void write_predictions(Runner& runner, const PredictOptions& o, const PredictSum
   comm->broadcast_async(offsets, 0)->wait();
   layout.outputs = offsets[0].item<std::int64_t>();
   layout.argmax = offsets[1].item<std::int64_t>();
-  layout.output_row_bytes = numel_of(s.output_shape) * static_cast<std::int64_t>(sizeof(float));
+  layout.output_row_bytes =
+      io::shape_numel(s.output_shape) * static_cast<std::int64_t>(sizeof(float));
   layout.argmax_row_bytes =
-      numel_of(argmax_shape) * static_cast<std::int64_t>(sizeof(std::int64_t));
+      io::shape_numel(argmax_shape) * static_cast<std::int64_t>(sizeof(std::int64_t));
   const std::int64_t n = s.samples, rank = session.rank(), world = session.size();
   write_share(runner, o, layout, partial, n * rank / world, n * (rank + 1) / world, s.argmax);
   at::Tensor synced = at::ones({1}, at::kLong);

@@ -63,10 +63,6 @@ LossKind default_loss(TaskKind kind) {
   }
 }
 
-bool cross_entropy(TaskKind kind) {
-  return kind == TaskKind::kClassification || kind == TaskKind::kLanguageModel;
-}
-
 }  // namespace
 
 Task::Task(const TaskOptions& options, const data::DatasetInfo& train_set)
@@ -76,7 +72,7 @@ Task::Task(const TaskOptions& options, const data::DatasetInfo& train_set)
   const std::string why = loss_task_mismatch(kind_, loss_);
   COHORT_CHECK(why.empty(), ConfigError, why);
   COHORT_CHECK(
-      cross_entropy(kind_) || (options.label_smoothing == 0 && options.class_weights.empty()),
+      uses_cross_entropy(kind_) || (options.label_smoothing == 0 && options.class_weights.empty()),
       ConfigError,
       "train.label_smoothing and train.class_weights apply to cross_entropy only (task ",
       to_string(kind_), ")");
@@ -178,7 +174,7 @@ at::Tensor Task::values_loss(const at::Tensor& out, const at::Tensor& target, bo
 at::Tensor Task::loss(const at::Tensor& output, const at::Tensor& targets) const {
   const auto shape = output.sizes().vec();
   check_output({shape.begin() + 1, shape.end()});
-  if (!cross_entropy(kind_)) {
+  if (!uses_cross_entropy(kind_)) {
     const auto [out, target] = as_values(output, targets);
     return values_loss(out, target, true);
   }

@@ -34,6 +34,10 @@ struct TaskOptions {
   std::int64_t top_k = 5;
 };
 TaskOptions task_options(const TrainSection& train);
+// Classification and language models: trained by cross-entropy, evaluated by class counts.
+inline bool uses_cross_entropy(TaskKind kind) {
+  return kind == TaskKind::kClassification || kind == TaskKind::kLanguageModel;
+}
 
 class Task {
  public:

@@ -35,10 +35,6 @@ enum ValuesSum {
 };
 constexpr std::size_t kRegressionSums = kCorrect;  // then Σy, Σy², Σe² per output value
 
-bool cross_entropy(TaskKind kind) {
-  return kind == TaskKind::kClassification || kind == TaskKind::kLanguageModel;
-}
-
 double total(const at::Tensor& t) { return t.sum().item<double>(); }
 
 std::string fixed(double value, int digits) {
@@ -56,14 +52,14 @@ std::string metric_names(const EvalResult& result) {
 }  // namespace
 
 std::size_t Task::sum_count() const {
-  if (cross_entropy(kind_)) return kCeSums;
+  if (uses_cross_entropy(kind_)) return kCeSums;
   if (kind_ == TaskKind::kMultilabel) return kMultilabelSums;
   return kRegressionSums + 3 * static_cast<std::size_t>(outputs_);
 }
 
 void Task::accumulate(const at::Tensor& output, const at::Tensor& targets,
                       std::vector<double>& sums) const {
-  if (cross_entropy(kind_)) {
+  if (uses_cross_entropy(kind_)) {
     const at::Tensor logits = output.flatten(0, output.dim() - 2);
     const at::Tensor labels = targets.to(output.device()).flatten();
     auto o = F::CrossEntropyFuncOptions()
@@ -106,7 +102,7 @@ EvalResult Task::finish(const std::vector<double>& s) const {
   EvalResult r;
   r.task = to_string(kind_);
   const auto ratio = [](double a, double b) { return b > 0 ? a / b : 0.0; };
-  if (cross_entropy(kind_)) {
+  if (uses_cross_entropy(kind_)) {
     r.loss = ratio(s[kCeLoss], s[kCeWeight]);
     r.accuracy = ratio(s[kCeCorrect], s[kCeCount]);
     r.perplexity = std::exp(r.loss);
@@ -167,7 +163,7 @@ void check_target_metric(TargetMetric metric, const Task& task) {
       reported = kind != TaskKind::kRegression;
       break;
     case TargetMetric::kPerplexity:
-      reported = cross_entropy(kind);
+      reported = uses_cross_entropy(kind);
       break;
     case TargetMetric::kMae:
     case TargetMetric::kR2:

@@ -19,7 +19,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
                  " elements, more than its record holds");
     return at::zeros({numel}, at::TensorOptions().dtype(dtype));
   };
-  cohort::fuzz::expect_contract(
-      [&] { cohort::ckpt::pickle::run(pickle, "fuzz/data.pkl", load); });
+  cohort::fuzz::expect_contract([&] { cohort::ckpt::pickle::run(pickle, "fuzz/data.pkl", load); });
   return 0;
 }
