@@ -39,6 +39,12 @@ inline constexpr TorchCommand kTorchCommands[] = {
 
 // Whether `cohort ARGS...` (args: argv[1..]) runs in cohort-torch.
 bool needs_torch(const std::vector<std::string>& args);
+// Whether this is cohort-torch. `cohort config check` of a config that loads model libraries
+// (model.library, --plugin) is handed over too: only an executable with LibTorch can load them.
+extern const bool kTorchExecutable;
+
+// --plugin FILE (repeatable), as the override of model.library that it is ("" when none).
+std::vector<std::string> plugin_overrides(const std::vector<std::string>& plugins);
 
 // The path of this executable (/proc/self/exe); EnvironmentError when it cannot be read.
 std::string self_executable();

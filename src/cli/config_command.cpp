@@ -12,9 +12,9 @@ namespace po = boost::program_options;
 
 namespace cohort::cli {
 
-int run_config(const std::vector<std::string>& args, int*, char***) {
+int run_config(const std::vector<std::string>& args, int*, char*** argv) {
   const std::string usage =
-      "usage: cohort config check [FILE] [--set section.key=value ...]\n"
+      "usage: cohort config check [FILE] [--set section.key=value ...] [--plugin LIB ...]\n"
       "       cohort config reference     (the key table as Markdown: docs/config.md)\n";
   COHORT_CHECK(!args.empty(), UsageError, "config: which subcommand?\n", usage);
   const std::string sub = args.front();
@@ -29,9 +29,12 @@ int run_config(const std::vector<std::string>& args, int*, char***) {
   COHORT_CHECK(sub == "check", UsageError, "config: unknown subcommand '", sub, "'\n", usage);
   std::string file;
   std::vector<std::string> overrides;
+  std::vector<std::string> plugins;
   po::options_description desc("cohort config check options");
   desc.add_options()("help,h", "show this help")("file", po::value(&file), "INI file")(
-      "set", po::value(&overrides)->composing(), "override: section.key=value (repeatable)");
+      "set", po::value(&overrides)->composing(), "override: section.key=value (repeatable)")(
+      "plugin", po::value(&plugins)->composing(),
+      "a shared library of models: --set model.library=LIB (repeatable: a list)");
   po::positional_options_description positional;
   positional.add("file", 1);
   po::variables_map vm;
@@ -45,7 +48,12 @@ int run_config(const std::vector<std::string>& args, int*, char***) {
     return 0;
   }
   po::notify(vm);
-  std::cout << train::Config::load(file, overrides).resolved_ini();
+  for (auto& item : plugin_overrides(plugins)) overrides.push_back(std::move(item));
+  const auto config = train::Config::load(file, overrides);
+  // The models of model.library and their sections are known only to an executable that can
+  // load them; this one checked the rest and hands the whole check over.
+  if (!config.model.library.empty() && !kTorchExecutable) exec_torch(*argv);
+  std::cout << config.resolved_ini();
   return 0;
 }
 

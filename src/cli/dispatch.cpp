@@ -24,6 +24,13 @@ bool needs_torch(const std::vector<std::string>& args) {
   return false;
 }
 
+std::vector<std::string> plugin_overrides(const std::vector<std::string>& plugins) {
+  if (plugins.empty()) return {};
+  std::string list;
+  for (const auto& plugin : plugins) list += (list.empty() ? "" : ",") + plugin;
+  return {"model.library=" + list};
+}
+
 std::string self_executable() {
   std::string self(4096, '\0');
   const ssize_t length = readlink("/proc/self/exe", self.data(), self.size() - 1);

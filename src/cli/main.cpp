@@ -9,6 +9,8 @@
 
 namespace cohort::cli {
 
+const bool kTorchExecutable = false;
+
 const std::vector<Command>& commands() {
   static const std::vector<Command> table = {
       {"env", "print where each rank stands: topology, devices, libraries", nullptr},

@@ -8,6 +8,9 @@
 #include "command.hpp"
 
 namespace cohort::cli {
+
+const bool kTorchExecutable = true;
+
 namespace {
 
 struct TorchEntry {
@@ -17,13 +20,15 @@ struct TorchEntry {
 
 // Each kTorchCommands entry's function: the subcommand, if any, stays in args.
 constexpr TorchEntry kEntries[] = {
-    {"env", run_env},     {"train", run_train},      {"predict", run_predict},
-    {"bench", run_bench}, {"ckpt", run_ckpt_export}, {"data", run_data_split},
+    {"env", run_env},       {"train", run_train},      {"predict", run_predict},
+    {"bench", run_bench},   {"ckpt", run_ckpt_export}, {"data", run_data_split},
+    {"config", run_config},  // `config check` of a config that loads model libraries
 };
 
 int dispatch(int argc, char** argv) {
   const std::vector<std::string> args(argv + 1, argv + argc);
-  COHORT_CHECK(needs_torch(args), UsageError,
+  const bool config_check = args.size() > 1 && args[0] == "config" && args[1] == "check";
+  COHORT_CHECK(needs_torch(args) || config_check, UsageError,
                "cohort-torch runs only the commands that need LibTorch; run: cohort ",
                args.empty() ? std::string("help") : args.front());
   train::guard_convolutions();  // before any convolution; `cohort env` reports it

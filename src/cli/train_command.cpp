@@ -21,10 +21,13 @@ namespace cohort::cli {
 int run_train(const std::vector<std::string>& args, int* argc, char*** argv) {
   std::string file;
   std::vector<std::string> overrides;
+  std::vector<std::string> plugins;
   po::options_description desc("cohort train options");
   desc.add_options()("help,h", "show this help")("config,c", po::value(&file),
                                                  "INI file (docs/config.md)")(
       "set", po::value(&overrides)->composing(), "override: section.key=value (repeatable)")(
+      "plugin", po::value(&plugins)->composing(),
+      "a shared library of models: --set model.library=LIB (repeatable: a list)")(
       "json", "print the summary as JSON");
   po::variables_map vm;
   po::positional_options_description positional;  // `cohort train job.ini` as --config
@@ -36,6 +39,7 @@ int run_train(const std::vector<std::string>& args, int* argc, char*** argv) {
     return 0;
   }
   po::notify(vm);
+  for (auto& item : plugin_overrides(plugins)) overrides.push_back(std::move(item));
   const auto config = train::Config::load(file, overrides);  // before MPI: errors come fast
   comm::tune_allocator(config.train.malloc_tuning);          // before anything allocates much
   const auto topology = env::detect(env::Environment::from_process());  // before MPI_Init

@@ -17,6 +17,7 @@
 #include "cohort/error.hpp"
 #include "cohort/io/checksum.hpp"
 #include "cohort/io/files.hpp"
+#include "train/model_catalog.hpp"
 
 namespace po = boost::program_options;
 
@@ -29,7 +30,17 @@ const KeySpec* find_spec(const std::string& name) {
   for (const auto& spec : config_table()) {
     if (full_name(spec) == name) return &spec;
   }
-  return nullptr;
+  const auto dot = name.find('.');
+  if (dot == std::string::npos) return nullptr;
+  return catalog::find_key(name.substr(0, dot), name.substr(dot + 1));
+}
+
+// Every key: the table's, then those the registered models declared for their sections.
+std::vector<const KeySpec*> all_specs() {
+  std::vector<const KeySpec*> specs;
+  for (const auto& spec : config_table()) specs.push_back(&spec);
+  for (const KeySpec* spec : catalog::declared_keys()) specs.push_back(spec);
+  return specs;
 }
 
 std::size_t edit_distance(const std::string& a, const std::string& b) {
@@ -51,10 +62,10 @@ std::size_t edit_distance(const std::string& a, const std::string& b) {
 std::string suggestion(const std::string& name) {
   const KeySpec* best = nullptr;
   std::size_t best_distance = 0;
-  for (const auto& spec : config_table()) {
-    const std::size_t d = edit_distance(name, full_name(spec));
+  for (const KeySpec* spec : all_specs()) {
+    const std::size_t d = edit_distance(name, full_name(*spec));
     if (best == nullptr || d < best_distance) {
-      best = &spec;
+      best = spec;
       best_distance = d;
     }
   }
@@ -188,8 +199,14 @@ std::string validate(const KeySpec& spec, const std::string& raw, const std::str
 // "optim.lr (default)".
 using Origins = std::map<std::string, std::string>;
 
-void read_file(const std::string& file, std::map<std::string, std::string>& values,
-               Origins& origins) {
+// One key as given, not yet validated: the model libraries it names must load first.
+struct Given {
+  std::string name;
+  std::string value;
+  std::string where;
+};
+
+std::vector<Given> read_file(const std::string& file) {
   std::error_code error;
   COHORT_CHECK(std::filesystem::is_regular_file(file, error), ConfigError, file,
                ": not a config file (missing, a directory, or not a regular file)");
@@ -198,57 +215,92 @@ void read_file(const std::string& file, std::map<std::string, std::string>& valu
   const auto lines = key_lines(in);
   in.clear();
   in.seekg(0);
-  po::options_description known;
-  for (const auto& spec : config_table()) {
-    known.add_options()(full_name(spec).c_str(), po::value<std::string>());
-  }
-  po::parsed_options parsed(&known);
+  po::options_description none;
+  po::parsed_options parsed(&none);
   try {
-    parsed = po::parse_config_file(in, known, /*allow_unregistered=*/true);
+    parsed = po::parse_config_file(in, none, /*allow_unregistered=*/true);
   } catch (const po::error& error) {
     COHORT_THROW(ConfigError, file, ": ", error.what());
   }
+  std::vector<Given> given;
   for (const auto& option : parsed.options) {
     const auto line = lines.find(option.string_key);
-    const std::string where = file + ":" +
-                              (line == lines.end() ? "?" : std::to_string(line->second)) + ": " +
-                              option.string_key;
-    const KeySpec* spec = find_spec(option.string_key);
-    COHORT_CHECK(spec != nullptr && !option.unregistered, ConfigError, where, ": unknown key",
-                 suggestion(option.string_key));
-    values[option.string_key] =
-        validate(*spec, option.value.empty() ? "" : option.value.front(), where);
-    origins[option.string_key] = where;
+    given.push_back({option.string_key, option.value.empty() ? "" : option.value.front(),
+                     file + ":" + (line == lines.end() ? "?" : std::to_string(line->second)) +
+                         ": " + option.string_key});
   }
+  return given;
 }
 
-void apply_override(const std::string& item, std::map<std::string, std::string>& values,
-                    Origins& origins) {
+Given read_override(const std::string& item) {
   const auto equals = item.find('=');
-  const std::string name = trim(item.substr(0, equals));
-  const std::string where = "--set " + name;
   COHORT_CHECK(equals != std::string::npos, ConfigError, "--set '", item,
                "': expected section.key=value");
-  const KeySpec* spec = find_spec(name);
-  COHORT_CHECK(spec != nullptr, ConfigError, where, ": unknown key", suggestion(name));
-  values[name] = validate(*spec, item.substr(equals + 1), where);
-  origins[name] = where;
+  const std::string name = trim(item.substr(0, equals));
+  return {name, item.substr(equals + 1), "--set " + name};
+}
+
+// Loads the libraries of model.library (the last value given), so that their models' sections
+// are known. Returns false when this executable cannot load them (the light `cohort`).
+bool load_libraries(const std::vector<Given>& given) {
+  const Given* library = nullptr;
+  for (const auto& g : given) {
+    if (g.name == "model.library") library = &g;
+  }
+  if (library == nullptr || trim(library->value).empty()) return true;
+  const auto loader = catalog::library_loader();
+  if (loader == nullptr) return false;
+  std::istringstream paths(library->value);
+  for (std::string path; std::getline(paths, path, ',');) {
+    if (!trim(path).empty()) loader(trim(path), library->where);
+  }
+  return true;
+}
+
+// The sections of the models model.library names, which the light `cohort` cannot check.
+bool built_in_section(const std::string& name) {
+  const auto& sections = config_sections();
+  return std::find(sections.begin(), sections.end(), name.substr(0, name.find('.'))) !=
+         sections.end();
+}
+
+// Builds the options struct of the selected model from its section's validated text.
+std::shared_ptr<const void> model_options(const std::string& model,
+                                          const std::map<std::string, std::string>& text) {
+  const ModelOptionsTable* table = catalog::options_of(model);
+  if (table == nullptr) return nullptr;
+  auto options = table->make();
+  for (const auto& key : table->keys) {
+    key.set(options.get(), text.at(model + "." + key.spec.key));
+  }
+  return options;
 }
 
 }  // namespace
 
 Config Config::load(const std::string& file, const std::vector<std::string>& overrides) {
+  std::vector<Given> given = file.empty() ? std::vector<Given>{} : read_file(file);
+  for (const auto& item : overrides) given.push_back(read_override(item));
+  const bool libraries_known = load_libraries(given);
   Config config;
   Origins origins;
-  for (const auto& spec : config_table()) {
-    config.text_[full_name(spec)] = spec.default_value;
-    origins[full_name(spec)] = full_name(spec) + " (default " + spec.default_value + ")";
+  for (const KeySpec* spec : all_specs()) {
+    const std::string name = full_name(*spec);
+    origins[name] = name + " (default " + spec->default_value + ")";
+    // A model's declared default is checked like a value: the library's author can err too.
+    config.text_[name] = validate(*spec, spec->default_value, origins[name]);
   }
-  if (!file.empty()) read_file(file, config.text_, origins);
-  for (const auto& item : overrides) apply_override(item, config.text_, origins);
+  for (const auto& g : given) {
+    const KeySpec* spec = find_spec(g.name);
+    if (spec == nullptr && !libraries_known && !built_in_section(g.name)) continue;
+    COHORT_CHECK(spec != nullptr, ConfigError, g.where, ": unknown key", suggestion(g.name));
+    config.text_[g.name] = validate(*spec, g.value, g.where);
+    origins[g.name] = g.where;
+  }
   for (const auto& spec : config_table()) {
     spec.ref.set(config, spec, config.text_.at(full_name(spec)));
   }
+  config.model.options = model_options(config.model.name, config.text_);
   for (const auto& rule : config_rules()) {
     const std::string problem = rule.problem(config);
     COHORT_CHECK(problem.empty(), ConfigError, origins.at(rule.key), ": ", problem);
@@ -259,22 +311,38 @@ Config Config::load(const std::string& file, const std::vector<std::string>& ove
 std::string Config::resolved_ini() const {
   std::ostringstream out;
   out << "# resolved by cohort " << COHORT_VERSION << " (defaults included); " << hash() << "\n";
-  for (const auto& section : config_sections()) {
-    out << "\n[" << section << "]\n";
-    for (const auto& spec : config_table()) {
-      if (section != spec.section) continue;
-      out << "# " << spec.help << "\n" << spec.key << " = " << text_.at(full_name(spec)) << "\n";
+  std::string section;
+  for (const KeySpec* spec : resolved_specs()) {
+    if (section != spec->section) {
+      section = spec->section;
+      out << "\n[" << section << "]\n";
     }
+    out << "# " << spec->help << "\n" << spec->key << " = " << text_.at(full_name(*spec)) << "\n";
   }
   return out.str();
 }
 
 std::string Config::hash() const {
   std::string keys;
-  for (const auto& spec : config_table()) {
-    keys += full_name(spec) + "=" + text_.at(full_name(spec)) + "\n";
+  for (const KeySpec* spec : resolved_specs()) {
+    keys += full_name(*spec) + "=" + text_.at(full_name(*spec)) + "\n";
   }
   return io::format_checksum(XXH3_64bits(keys.data(), keys.size()));
+}
+
+std::vector<const KeySpec*> Config::resolved_specs() const {
+  std::vector<const KeySpec*> specs;
+  for (const auto& section : config_sections()) {
+    for (const auto& spec : config_table()) {
+      if (section == spec.section) specs.push_back(&spec);
+    }
+  }
+  // The model libraries' sections this config loaded (a built-in model's config has none, so
+  // its hash is what it was before libraries existed).
+  for (const KeySpec* spec : catalog::declared_keys()) {
+    if (text_.count(full_name(*spec)) != 0) specs.push_back(spec);
+  }
+  return specs;
 }
 
 std::string reference_markdown() {

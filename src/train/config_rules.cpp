@@ -5,7 +5,9 @@
 
 #include "cohort/error.hpp"
 #include "cohort/train/config.hpp"
+#include "cohort/train/model_options.hpp"
 #include "train/config_fields.hpp"
+#include "train/model_catalog.hpp"
 #include "train/name_patterns.hpp"
 #include "train/signals.hpp"
 
@@ -33,6 +35,21 @@ const KeySpec& find_key(const char* section, const char* key) {
     if (std::string(spec.section) == section && std::string(spec.key) == key) return spec;
   }
   COHORT_THROW(Error, "config: no key ", section, ".", key, " (a bug)");
+}
+
+// Why model.name names no model, or "". Without a library loader (the light `cohort`), the
+// names a config's libraries register cannot be known, so only a config without any is checked.
+std::string unknown_model(const ModelConfig& model) {
+  if (!model.library.empty() && catalog::library_loader() == nullptr) return "";
+  std::istringstream builtins(kBuiltinModels);
+  for (std::string name; std::getline(builtins, name, '|');) {
+    if (name == model.name) return "";
+  }
+  if (catalog::has_model(model.name)) return "";
+  std::string known = std::string("built in: ") + kBuiltinModels;
+  for (const auto& name : catalog::models_from_libraries()) known += "; " + name;
+  return "no model '" + model.name + "' (" + known +
+         (model.library.empty() ? "; model.library loads others)" : ")");
 }
 
 }  // namespace
@@ -67,6 +84,9 @@ const std::vector<ConfigRule>& config_rules() {
          return join({"has ", std::to_string(n), " entries for parallel.pipeline_stages = ",
                       std::to_string(c.parallel.pipeline_stages)});
        }},
+      {"model.name",
+       "model.name is a built-in model or one that a library of model.library registers",
+       [](C c) -> std::string { return unknown_model(c.model); }},
       {"model.heads", "gpt: model.width divides by model.heads",
        [](C c) -> std::string {
          if (c.model.name != "gpt" || c.model.width % c.model.heads == 0) return "";
@@ -166,6 +186,30 @@ std::string loss_task_mismatch(TaskKind task, LossKind loss) {
   return "train.loss = " + to_string(loss) + " does not fit train.task = " + to_string(task) +
          " (classification, language_model: cross_entropy; regression: mse, l1, huber; "
          "multilabel: bce)";
+}
+
+}  // namespace cohort::train
+
+namespace cohort::train {
+
+// The parses of model_options.hpp: the table's own, for a model's declared keys.
+void parse_key_text(std::int64_t& out, const std::string& text) {
+  detail::parse_field(out, KeySpec{}, text);
+}
+void parse_key_text(double& out, const std::string& text) {
+  detail::parse_field(out, KeySpec{}, text);
+}
+void parse_key_text(bool& out, const std::string& text) {
+  detail::parse_field(out, KeySpec{}, text);
+}
+void parse_key_text(std::string& out, const std::string& text) {
+  detail::parse_field(out, KeySpec{}, text);
+}
+void parse_key_text(std::vector<std::int64_t>& out, const std::string& text) {
+  detail::parse_field(out, KeySpec{}, text);
+}
+void parse_key_text(std::vector<double>& out, const std::string& text) {
+  detail::parse_field(out, KeySpec{}, text);
 }
 
 }  // namespace cohort::train

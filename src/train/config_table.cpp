@@ -16,8 +16,11 @@ const std::vector<KeySpec>& config_table() {
   using K = KeyType;
   static const std::vector<KeySpec> table = {
       // [model]
-      {COHORT_KEY(model, name), K::kChoice, "mlp", "the model",
-       "mlp|cnn|gpt|fields_mlp|torchscript"},
+      {COHORT_KEY(model, name), K::kString, "mlp",
+       "the model: mlp, cnn, gpt, fields_mlp, torchscript, or one of model.library's"},
+      {COHORT_KEY(model, library), K::kString, "",
+       "shared libraries of C++ models, comma-separated (--plugin; docs/models.md, \"C++ "
+       "models\")"},
       {COHORT_KEY(model, hidden), K::kIntList, "256,256", "mlp: hidden layer widths", "", 1,
        1048576},
       {COHORT_KEY(model, dropout), K::kFloat, "0.0", "dropout probability (mlp, gpt)", "", 0, 1},

@@ -1,5 +1,6 @@
 #include <ATen/ops/zeros.h>
 
+#include <cstring>
 #include <map>
 
 #include "cohort/comm/communicator.hpp"
@@ -7,6 +8,7 @@
 #include "cohort/error.hpp"
 #include "cohort/pipeline/tensor_parallel.hpp"
 #include "cohort/train/model.hpp"
+#include "train/model_catalog.hpp"
 
 namespace cohort::train {
 namespace {
@@ -18,10 +20,27 @@ std::map<std::string, ModelFactory>& registry() {
 
 }  // namespace
 
-bool register_model(const std::string& name, ModelFactory factory) {
+bool register_model(const std::string& name, const ModelOptionsTable& options, ModelFactory factory,
+                    const char* abi) {
+  // The tag first: a library of another Cohort must not reach its options or its factory.
+  std::string problem;
+  if (std::strcmp(abi, COHORT_MODEL_ABI) != 0) {
+    problem = std::string("it was built for ") + abi + "; this is " + COHORT_MODEL_ABI;
+  } else {
+    problem = catalog::add_model(name, &options);
+  }
+  if (!problem.empty()) {
+    COHORT_CHECK(catalog::loading(), Error, problem);
+    catalog::record(problem);
+    return false;
+  }
   COHORT_CHECK(registry().emplace(name, std::move(factory)).second, Error, "model '", name,
                "' registered twice");
   return true;
+}
+
+bool register_model(const std::string& name, ModelFactory factory, const char* abi) {
+  return register_model(name, ModelOptionsTable{}, std::move(factory), abi);
 }
 
 std::vector<std::string> model_names() {
@@ -34,8 +53,21 @@ std::shared_ptr<Model> build_model(const ModelConfig& config, const ModelInput& 
   const std::string& name = config.name;
   const auto it = registry().find(name);
   COHORT_CHECK(it != registry().end(), ConfigError, "model.name: no model '", name,
-               "' is built in");
-  auto model = it->second(config, input);
+               "' (built in: ", kBuiltinModels, "; others come from model.library)");
+  std::shared_ptr<Model> model;
+  const ModelOptionsTable* options = catalog::options_of(name);
+  if (options != nullptr && config.options == nullptr) {
+    // A ModelConfig not made by Config::load (a program's own): the section at its defaults.
+    ModelConfig with_defaults = config;
+    auto defaults = options->make();
+    for (const auto& key : options->keys) key.set(defaults.get(), key.spec.default_value);
+    with_defaults.options = std::move(defaults);
+    model = it->second(with_defaults, input);
+  } else {
+    model = it->second(config, input);
+  }
+  COHORT_CHECK(model != nullptr, ConfigError, "model.name = ", name,
+               ": its factory built no model");
   COHORT_CHECK(input.tensor_group == nullptr || input.tensor_group->size() == 1 ||
                    !pipeline::split_parameter_names(*model).empty(),
                ConfigError,

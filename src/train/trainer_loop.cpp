@@ -9,6 +9,7 @@
 
 #include "cohort/data/loader.hpp"
 #include "cohort/monitor/monitor.hpp"
+#include "train/model_catalog.hpp"
 #include "train/trainer_impl.hpp"
 
 namespace cohort::train {
@@ -22,6 +23,10 @@ void Trainer::Impl::print_banner() const {
                "tuning %s, %lld steps\n",
                s.ranks, s.launcher.c_str(), s.threads, s.blas_threads, s.malloc_tuning.c_str(),
                static_cast<long long>(plan.total_steps));
+  const std::string library = catalog::library_of(config.model.name);
+  std::fprintf(progress, "model %s%s: %lld parameters\n", config.model.name.c_str(),
+               library.empty() ? "" : (" (" + library + ")").c_str(),
+               static_cast<long long>(facts.parameters));
   const auto& layout = parallel->layout();
   if (layout.stages() > 1 || layout.tensor() > 1) {
     std::fprintf(progress,

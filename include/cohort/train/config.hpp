@@ -13,14 +13,19 @@
 //
 // A key is declared once, in the table (src/train/config_table.cpp), with COHORT_KEY(section,
 // key): the key's name is the field's name, so a key without a field, or a field read under a
-// misspelt name, does not compile; a unit test checks that no field lacks a key. Future plugin
-// models declare their keys in a table of their own bound to their own struct (see
-// docs/architecture.md, "Configuration"), not here.
+// misspelt name, does not compile; a unit test checks that no field lacks a key. A model of a
+// library or program declares the keys of its own section, [model name], bound to its own struct
+// (model_options.hpp): load() first loads the libraries of model.library (their models register
+// themselves and their sections), then validates every section alike. In an executable without
+// the library loader (the light `cohort`, which hands `config check` of such a config over to
+// cohort-torch), the sections of a config's libraries are not validated and model.name is not
+// checked; the settings of the built-in sections are.
 #pragma once
 
 #include <cstdint>
 #include <limits>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -40,7 +45,9 @@ enum class PipelineSchedule { k1f1b, kGpipe };
 enum class ConsoleMode { kAuto, kBar, kLines };
 
 struct ModelConfig {
-  std::string name;  // a registered model: mlp, cnn, gpt (a string: models register themselves)
+  // A registered model: built in (kBuiltinModels) or from a library of model.library.
+  std::string name;
+  std::string library;  // shared libraries of models, comma-separated, loaded at Config::load
   std::vector<std::int64_t> hidden;
   double dropout = 0;
   std::int64_t width = 0;
@@ -55,7 +62,12 @@ struct ModelConfig {
   bool init_strict = true;
   std::string init_prefix_map;  // "from.:to.,..."
   std::string freeze;           // a regex over parameter names
+  // The selected model's own section, typed (its ModelOptions struct), when it declared one.
+  std::shared_ptr<const void> options;
 };
+
+// The models compiled into Cohort, as model.name spells them.
+inline constexpr const char* kBuiltinModels = "mlp|cnn|gpt|fields_mlp|torchscript";
 
 struct DataConfig {
   std::string path;
@@ -238,6 +250,10 @@ class Config : public TrainConfig {
   std::string hash() const;          // "xxh3-64:..." of resolved_ini()'s key lines
 
  private:
+  // The keys resolved_ini() writes and hash() covers: the table's, in section order, then the
+  // sections of the model libraries loaded.
+  std::vector<const KeySpec*> resolved_specs() const;
+
   std::map<std::string, std::string> text_;  // "section.key" -> canonical text, validated
 };
 

@@ -1,14 +1,17 @@
 // Models, built from config through one registry: a new model is one file in src/train/models/
-// that calls COHORT_REGISTER_MODEL. A model is a torch::nn::Module whose forward() maps a batch of
-// inputs to outputs: [B, classes] logits for classification, [B, L, vocab] for token models,
-// [B, values] for regression and multilabel (train.task; [B, 1] or [B] for a scalar target).
-// A model that declares itself as a sequence of blocks (blocks(); its forward() runs them in
-// order) can be split into pipeline stages; one built with a tensor group splits its
-// tensor-parallel layers over it (the GPT).
+// that calls COHORT_REGISTER_MODEL, or a file of the user's, in a shared library that
+// model.library loads or in their own program that links cohort::cohort (docs/models.md, "C++
+// models"); such a model may declare the keys of its own config section (model_options.hpp). A
+// model is a torch::nn::Module whose forward() maps a batch of inputs to outputs: [B, classes]
+// logits for classification, [B, L, vocab] for token models, [B, values] for regression and
+// multilabel (train.task; [B, 1] or [B] for a scalar target). A model that declares itself as a
+// sequence of blocks (blocks(); its forward() runs them in order) can be split into pipeline
+// stages; one built with a tensor group splits its tensor-parallel layers over it (the GPT).
 #pragma once
 
 #include <ATen/core/Tensor.h>
 #include <torch/nn/module.h>
+#include <torch/version.h>
 
 #include <cstdint>
 #include <functional>
@@ -16,10 +19,12 @@
 #include <string>
 #include <vector>
 
+#include "cohort/config.hpp"
 #include "cohort/data/dataset.hpp"
 #include "cohort/data/reader.hpp"
 #include "cohort/pipeline/stage.hpp"
 #include "cohort/train/config.hpp"
+#include "cohort/train/model_options.hpp"
 
 namespace cohort::comm {
 class Communicator;
@@ -62,11 +67,43 @@ at::Tensor run_blocks(const std::vector<pipeline::BlockSpec>& blocks, const at::
 // One all-zero input sample ([1, ...], int64 tokens or float features), for shape inference.
 at::Tensor sample_input(const ModelInput& input);
 
-// A factory reads its settings from the [model] section (typed at load).
+// A factory reads its settings from the [model] section and, for a model that declared them, its
+// own section (ModelConfig::options), all typed at load.
 using ModelFactory = std::function<std::shared_ptr<Model>(const ModelConfig&, const ModelInput&)>;
 
-// Returns true (for use in a static initializer). Throws on a duplicate name.
-bool register_model(const std::string& name, ModelFactory factory);
+}  // namespace cohort::train
+
+// What a model's code must agree on with the Cohort that runs it: Cohort's version, LibTorch's,
+// and libstdc++'s string ABI. The registration passes the tag its own code was compiled with (a
+// default argument: evaluated in the model's library), and a library whose tag differs is
+// refused before anything of it is used.
+#define COHORT_MODEL_ABI_STR2(x) #x
+#define COHORT_MODEL_ABI_STR(x) COHORT_MODEL_ABI_STR2(x)
+#define COHORT_MODEL_ABI \
+  "cohort " COHORT_VERSION ", torch " COHORT_MODEL_ABI_STR(                             \
+      TORCH_VERSION_MAJOR) "." COHORT_MODEL_ABI_STR(TORCH_VERSION_MINOR) ", libstdc++ " \
+      "cxx11 ABI " COHORT_MODEL_ABI_STR(_GLIBCXX_USE_CXX11_ABI)
+
+namespace cohort::train {
+
+// Returns whether the model was registered (for use in a static initializer). Throws on a
+// duplicate name, except while a model library loads: then a duplicate, a section that is not
+// the model's, or another ABI is recorded, and the loader refuses the library in one line.
+bool register_model(const std::string& name, ModelFactory factory,
+                    const char* abi = COHORT_MODEL_ABI);
+bool register_model(const std::string& name, const ModelOptionsTable& options, ModelFactory factory,
+                    const char* abi = COHORT_MODEL_ABI);
+// A model with its own section: factory(config, options, input) gets the options typed.
+template <typename Options, typename Factory>
+bool register_model(const std::string& name, const ModelOptions<Options>& options, Factory factory,
+                    const char* abi = COHORT_MODEL_ABI) {
+  return register_model(
+      name, options.table(),
+      [factory](const ModelConfig& config, const ModelInput& input) -> std::shared_ptr<Model> {
+        return factory(config, *static_cast<const Options*>(config.options.get()), input);
+      },
+      abi);
+}
 // Throws ConfigError for an unknown model, or a config the data does not fit.
 std::shared_ptr<Model> build_model(const ModelConfig& config, const ModelInput& input);
 std::vector<std::string> model_names();
@@ -74,7 +111,8 @@ std::int64_t parameter_count(const torch::nn::Module& module);
 
 }  // namespace cohort::train
 
-// COHORT_REGISTER_MODEL(name, factory...): at namespace scope in the model's own file.
+// COHORT_REGISTER_MODEL(name, factory) or (name, ModelOptions<O>, factory): at namespace scope in
+// the model's own file.
 #define COHORT_REGISTER_MODEL(name, ...)             \
   static const bool cohort_model_registered_##name = \
       ::cohort::train::register_model(#name, __VA_ARGS__)

@@ -5,7 +5,9 @@
 #include <ATen/ops/zeros.h>
 #include <torch/nn/module.h>
 
+#include <algorithm>
 #include <boost/test/unit_test.hpp>
+#include <sstream>
 
 #include "cohort/error.hpp"
 #include "cohort/train/config.hpp"
@@ -13,14 +15,95 @@
 
 using cohort::train::build_model;
 using cohort::train::Config;
+using cohort::train::Model;
+using cohort::train::ModelConfig;
 using cohort::train::ModelInput;
+using cohort::train::ModelOptions;
+using cohort::train::register_model;
+
+// A program's own model with its own section (what examples/custom-model does in a library).
+struct ProgramOptions {
+  std::int64_t depth = 2;
+  std::vector<std::int64_t> widths;
+  std::string kind = "a";
+};
+
+class ProgramModel : public Model {
+ public:
+  ProgramModel(const ProgramOptions& o, const ModelInput& input) : o_(o) {
+    for (std::int64_t i = 0; i < o.depth; ++i) {
+      register_parameter("w" + std::to_string(i), at::ones({1}));
+    }
+    extra_ = input.outputs;
+  }
+  at::Tensor forward(const at::Tensor& x) override {
+    std::int64_t width = extra_ + (o_.kind == "b" ? 1 : 0);
+    for (const auto w : o_.widths) width += w;
+    return at::zeros({x.size(0), width});
+  }
+
+ private:
+  ProgramOptions o_;
+  std::int64_t extra_ = 0;
+};
+
+COHORT_REGISTER_MODEL(program_model,
+                      ModelOptions<ProgramOptions>()
+                          .key("depth", &ProgramOptions::depth, "2", "layers", 1, 8)
+                          .key("widths", &ProgramOptions::widths, "", "widths", 1, 64)
+                          .choice("kind", &ProgramOptions::kind, "a|b", "a", "kind"),
+                      [](const ModelConfig&, const ProgramOptions& o, const ModelInput& input) {
+                        return std::make_shared<ProgramModel>(o, input);
+                      });
 
 BOOST_AUTO_TEST_SUITE(train_models)
 
 BOOST_AUTO_TEST_CASE(every_model_is_registered) {
-  BOOST_TEST(cohort::train::model_names() ==
-                 (std::vector<std::string>{"cnn", "fields_mlp", "gpt", "mlp", "torchscript"}),
-             boost::test_tools::per_element());
+  // kBuiltinModels, which the light `cohort` checks model.name against, is what registers; this
+  // program's own model (below) registers beside them.
+  std::vector<std::string> expected{"program_model"};
+  std::istringstream builtins(cohort::train::kBuiltinModels);
+  for (std::string name; std::getline(builtins, name, '|');) expected.push_back(name);
+  std::sort(expected.begin(), expected.end());
+  BOOST_TEST(cohort::train::model_names() == expected, boost::test_tools::per_element());
+}
+
+BOOST_AUTO_TEST_CASE(a_program_model_gets_its_own_section_typed) {
+  const auto config = Config::load("", {"model.name=program_model", "program_model.depth=3",
+                                        "program_model.widths=4,5", "program_model.kind=b"});
+  const auto model = build_model(config.model, ModelInput{{6}, 2, 0, 0});
+  BOOST_TEST(model->parameters().size() == 3u);  // depth 3: one weight per layer
+  BOOST_TEST(model->forward(at::zeros({2, 6})).size(1) == 4 + 5 + 2 + 1);  // widths, outputs, b
+  // A ModelConfig made elsewhere (no options): the section's defaults.
+  ModelConfig bare;
+  bare.name = "program_model";
+  BOOST_TEST(build_model(bare, ModelInput{{6}, 2, 0, 0})->parameters().size() == 2u);
+  // Its keys are checked as the built-in ones are.
+  const auto refused = [](std::vector<std::string> overrides, const std::string& expected) {
+    try {
+      Config::load("", overrides);
+    } catch (const cohort::ConfigError& error) {
+      BOOST_TEST(std::string(error.what()).find(expected) != std::string::npos, error.what());
+      return;
+    }
+    BOOST_ERROR("no ConfigError for " << overrides.back());
+  };
+  refused({"program_model.depht=2"}, "unknown key; did you mean 'program_model.depth'?");
+  refused({"program_model.depth=0"}, "program_model.depth: 0 is outside 1..8");
+  refused({"program_model.kind=c"}, "'c' is not one of a|b");
+  refused({"program_model.widths=4,x"}, "is not a comma-separated list of integers");
+  refused({"model.name=program_modl"}, "no model 'program_modl'");
+  // A section may not take a built-in section's name, nor a name be registered twice.
+  BOOST_CHECK_THROW(
+      register_model("program_model", [](const ModelConfig&,
+                                         const ModelInput&) { return std::shared_ptr<Model>(); }),
+      cohort::Error);
+  BOOST_CHECK_THROW(register_model("data",
+                                   ModelOptions<ProgramOptions>().key(
+                                       "depth", &ProgramOptions::depth, "2", "layers"),
+                                   [](const ModelConfig&, const ProgramOptions&,
+                                      const ModelInput&) { return std::shared_ptr<Model>(); }),
+                    cohort::Error);
 }
 
 BOOST_AUTO_TEST_CASE(mlp_maps_samples_to_class_logits) {
