@@ -33,8 +33,8 @@ struct TorchCommand {
   const char* subcommand;
 };
 inline constexpr TorchCommand kTorchCommands[] = {
-    {"env", ""},   {"train", ""},      {"predict", ""},
-    {"bench", ""}, {"ckpt", "export"}, {"data", "split"},
+    {"env", ""},        {"train", ""},     {"predict", ""},    {"bench", ""},
+    {"ckpt", "export"}, {"data", "split"}, {"data", "select"},
 };
 
 // Whether `cohort ARGS...` (args: argv[1..]) runs in cohort-torch.

@@ -1,5 +1,5 @@
 // `cohort data make-synthetic|import|inspect|stage|checksum`: dataset tools (docs/data.md), without
-// LibTorch. `split` (torch.randperm's permutation) is cohort-torch's (data_split_command.cpp).
+// LibTorch. `split` and `select` are cohort-torch's (data_split_command.cpp).
 #include <unistd.h>
 
 #include <boost/program_options.hpp>
@@ -314,7 +314,7 @@ int checksum(const std::vector<std::string>& args) {
 
 int run_data(const std::vector<std::string>& args, int*, char***) {
   const std::string usage =
-      "usage: cohort data <make-synthetic|import|inspect|split|stage|checksum|tokenizer> "
+      "usage: cohort data <make-synthetic|import|inspect|split|select|stage|checksum|tokenizer> "
       "[options]\n"
       "       cohort data <subcommand> --help\n";
   COHORT_CHECK(!args.empty(), UsageError, "data: which subcommand?\n", usage);

@@ -1,7 +1,10 @@
 // `cohort data split`: a dataset into a training and a validation part by torch.randperm's
-// permutation, so cohort-torch runs it.
+// permutation; `cohort data select`: some classes of one, relabelled. Both read batches through
+// the LibTorch reader, so cohort-torch runs them.
 #include <boost/program_options.hpp>
 #include <iostream>
+#include <sstream>
+#include <stdexcept>
 
 #include "cohort/data/tools.hpp"
 #include "cohort/error.hpp"
@@ -38,12 +41,58 @@ int split(const std::vector<std::string>& args) {
   return 0;
 }
 
+int select(const std::vector<std::string>& args) {
+  std::string in, out, list;
+  std::int64_t per_class = 0;
+  po::options_description desc("cohort data select options");
+  desc.add_options()("path", po::value(&in)->required(), "classification dataset")(
+      "classes", po::value(&list)->required(),
+      "the classes to keep, comma-separated; they become 0..k-1 in this order")(
+      "per-class", po::value(&per_class)->default_value(0),
+      "keep the first N samples of each class (0: all)")("out", po::value(&out)->required(),
+                                                         "output dataset");
+  po::positional_options_description positional;
+  positional.add("path", 1);
+  desc.add_options()("help,h", "show this help");
+  po::variables_map vm;
+  po::store(po::command_line_parser(args).options(desc).positional(positional).run(), vm);
+  if (vm.count("help")) {
+    std::cout << "usage: cohort data select PATH --classes 5,6,7 [--per-class N] --out OUT\n"
+              << desc;
+    return 0;
+  }
+  po::notify(vm);
+  std::vector<std::int64_t> classes;
+  std::istringstream items(list);
+  for (std::string item; std::getline(items, item, ',');) {
+    std::size_t used = 0;
+    long long value = -1;
+    try {
+      value = std::stoll(item, &used);
+    } catch (const std::logic_error&) {
+      used = 0;  // not a number: refused below
+    }
+    COHORT_CHECK(used > 0 && used == item.size(), UsageError, "select: --classes '", list,
+                 "' is not a comma-separated list of class numbers");
+    classes.push_back(value);
+  }
+  const auto result = data::select_classes(in, out, classes, per_class);
+  std::cout << out << ": " << result.samples << " samples (";
+  for (std::size_t i = 0; i < classes.size(); ++i) {
+    std::cout << (i ? ", " : "") << "class " << classes[i] << " -> " << i << ": "
+              << result.per_class[i];
+  }
+  std::cout << ")\n";
+  return 0;
+}
+
 }  // namespace
 
 int run_data_split(const std::vector<std::string>& args, int*, char***) {
-  COHORT_CHECK(!args.empty() && args.front() == "split", UsageError,
-               "cohort-torch data: only 'split'");
-  return split(std::vector<std::string>(args.begin() + 1, args.end()));
+  COHORT_CHECK(!args.empty() && (args.front() == "split" || args.front() == "select"), UsageError,
+               "cohort-torch data: only 'split' and 'select'");
+  const std::vector<std::string> rest(args.begin() + 1, args.end());
+  return args.front() == "split" ? split(rest) : select(rest);
 }
 
 }  // namespace cohort::cli

@@ -363,12 +363,14 @@ std::string reference_markdown() {
       if (!any) out << "| key | type | default | meaning |\n|---|---|---|---|\n";
       any = true;
       std::string type = kTypes[static_cast<int>(spec.type)];
-      if (spec.type == KeyType::kChoice) {
-        type = spec.choices;  // a|b|c -> one of: a, b, c (a bare | would split the table cell)
-        for (std::size_t at = type.find('|'); at != std::string::npos; at = type.find('|')) {
-          type.replace(at, 1, ", ");
+      if (*spec.choices != '\0') {
+        std::string choices = spec.choices;  // a|b|c -> a, b, c (a bare | would split the cell)
+        for (std::size_t at = choices.find('|'); at != std::string::npos; at = choices.find('|')) {
+          choices.replace(at, 1, ", ");
         }
-        type = "one of: " + type;
+        // A string key's choices are its usual values (model.name: the built-in models).
+        type =
+            spec.type == KeyType::kChoice ? "one of: " + choices : type + "; built in: " + choices;
       }
       if (spec.min > -kNoLimit || spec.max < kNoLimit) type += ", " + range_text(spec);
       const std::string value = *spec.default_value ? std::string("`") + spec.default_value + "`"

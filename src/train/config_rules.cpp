@@ -110,6 +110,8 @@ const std::vector<ConfigRule>& config_rules() {
        [](C c) -> std::string { return lr_scale_problem(c.optim.lr_scale); }},
       {"model.freeze", "model.freeze is a regular expression",
        [](C c) -> std::string { return regex_problem(c.model.freeze); }},
+      {"model.init_skip", "model.init_skip is a regular expression",
+       [](C c) -> std::string { return regex_problem(c.model.init_skip); }},
       {"model.init_prefix_map", "model.init_prefix_map is FROM:TO,... (prefixes of names)",
        [](C c) -> std::string { return prefix_map_problem(c.model.init_prefix_map); }},
       {"monitor.http_bind", "monitor.http_bind is one host name or address",

@@ -17,7 +17,8 @@ const std::vector<KeySpec>& config_table() {
   static const std::vector<KeySpec> table = {
       // [model]
       {COHORT_KEY(model, name), K::kString, "mlp",
-       "the model: mlp, cnn, gpt, fields_mlp, torchscript, or one of model.library's"},
+       "the model: a built-in one, or one that a library of model.library registers",
+       kBuiltinModels},
       {COHORT_KEY(model, library), K::kString, "",
        "shared libraries of C++ models, comma-separated (--plugin; docs/models.md, \"C++ "
        "models\")"},
@@ -49,6 +50,9 @@ const std::vector<KeySpec>& config_table() {
        "init_from must hold every model tensor with its shape, and no other"},
       {COHORT_KEY(model, init_prefix_map), K::kString, "",
        "init_from names: FROM:TO,... renames the file's prefix FROM to the model's TO"},
+      {COHORT_KEY(model, init_skip), K::kString, "",
+       "a regex: model tensors whose names it matches are not loaded from init_from (a new "
+       "head), and the file's tensors of those names are dropped"},
       {COHORT_KEY(model, freeze), K::kString, "",
        "a regex: parameters whose names it matches are not trained (not in DDP, not in the "
        "optimizer)"},

@@ -34,6 +34,7 @@ std::string first_few(const std::vector<std::string>& names) {
 
 std::string InitReport::text() const {
   std::string line = "init_from " + source + ": loaded " + std::to_string(loaded) + " tensor(s)";
+  if (!skipped.empty()) line += "; skipped (model.init_skip): " + first_few(skipped);
   if (!missing.empty()) line += "; missing, kept as initialised: " + first_few(missing);
   if (!unexpected.empty()) line += "; unexpected, ignored: " + first_few(unexpected);
   if (!mismatched.empty()) line += "; of another shape, kept: " + first_few(mismatched);
@@ -47,8 +48,13 @@ InitReport init_weights(torch::nn::Module& model, const ModelConfig& config) {
   InitReport report;
   report.source = weights.source;
   for (const auto& [name, tensor] : weights.tensors) source[renamed(name, map)] = tensor;
+  const std::regex skip(config.init_skip.empty() ? "$^" : config.init_skip);  // checked at load
   c10::AutoGradMode no_grad(false);  // copy_ into parameters that require gradients
   const auto take = [&](const std::string& name, at::Tensor& target) {
+    if (!config.init_skip.empty() && std::regex_search(name, skip)) {
+      source.erase(name);
+      return report.skipped.push_back(name);
+    }
     const auto it = source.find(name);
     if (it == source.end()) return report.missing.push_back(name);
     if (it->second.sizes() != target.sizes()) {

@@ -1,13 +1,16 @@
 // Pretrained weights and frozen parameters (model.init_from, init_strict, init_prefix_map,
-// freeze), applied to the whole model on every rank before it is split or wrapped in DDP.
+// init_skip, freeze), applied to the whole model on every rank before it is split or wrapped in
+// DDP.
 //
 // init_weights(): the weights' names (ckpt::read_weights) renamed by the prefix map, matched to
 // the model's parameters and buffers by name and shape and copied in (converted to the model's
-// dtype). Strict: every model tensor must be there with its shape and nothing else, else one
-// ConfigError listing the first of each kind. Not strict: what matches is loaded and the report
-// says what was missing (kept as initialised), unexpected (ignored) and of another shape (both
-// shapes); nothing matching at all is still an error. The trainer does not call it for a run
-// that resumes (its checkpoint holds the weights).
+// dtype). Model tensors that model.init_skip matches are left as initialised and the file's
+// tensors of those names dropped (a new head), before the checks. Strict: every other model tensor
+// must be there with its shape and nothing else, else one ConfigError listing the first of each
+// kind. Not strict: what matches is loaded and the report says what was missing (kept as
+// initialised), unexpected (ignored) and of another shape (both shapes); nothing matching at all is
+// still an error. The trainer does not call it for a run that resumes (its checkpoint holds the
+// weights).
 #pragma once
 
 #include <torch/nn/module.h>
@@ -24,7 +27,8 @@ struct InitReport {
   std::string source;  // the file or step directory read
   int loaded = 0;
   std::vector<std::string> missing, unexpected, mismatched;  // mismatched: "name [a] vs [b]"
-  std::string text() const;                                  // one line, for the console
+  std::vector<std::string> skipped;  // model.init_skip: left as initialised, not missing
+  std::string text() const;          // one line, for the console
 };
 
 InitReport init_weights(torch::nn::Module& model, const ModelConfig& config);

@@ -95,6 +95,17 @@ struct SplitResult {
 SplitResult split_dataset(const std::string& in, const std::string& train_out,
                           const std::string& val_out, double val_fraction, std::uint64_t seed);
 
+// ---- select ---------------------------------------------------------------------------------
+struct SelectResult {
+  std::int64_t samples = 0;
+  std::vector<std::int64_t> per_class;  // in the order of `classes`
+};
+// Classification datasets: the samples whose label is in `classes`, in their original order,
+// relabelled to their index in `classes` (class names follow); per_class > 0 keeps the first
+// per_class of each. UsageError for another kind of dataset, a class out of range or listed twice.
+SelectResult select_classes(const std::string& in, const std::string& out,
+                            const std::vector<std::int64_t>& classes, std::int64_t per_class);
+
 // ---- stage ----------------------------------------------------------------------------------
 struct StagedFile {
   std::string source, destination, checksum;

@@ -61,6 +61,7 @@ struct ModelConfig {
   std::string init_from;      // weights to start from (docs/models.md, "Pretrained weights")
   bool init_strict = true;
   std::string init_prefix_map;  // "from.:to.,..."
+  std::string init_skip;        // a regex: model tensors init_from leaves as initialised
   std::string freeze;           // a regex over parameter names
   // The selected model's own section, typed (its ModelOptions struct), when it declared one.
   std::shared_ptr<const void> options;
@@ -219,7 +220,9 @@ struct KeySpec {
   KeyType type;
   const char* default_value;
   const char* help;
-  const char* choices = "";  // kChoice: "a|b|c"
+  // kChoice: "a|b|c", the values allowed; kString: the usual ones, for the reference and the
+  // shell's completion (model.name: the built-in models), not a limit.
+  const char* choices = "";
   // kInt, kFloat and each item of kIntList and kFloatList: the closed range a value must lie in,
   // checked at load (a negative epoch count, a dropout of 2 or a zero width are config errors, not
   // crashes).

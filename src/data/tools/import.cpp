@@ -80,6 +80,10 @@ DatasetInfo import_fashion_mnist(const std::string& out, const ImportOptions& o)
   spec.split = split;
   spec.chunk_bytes = o.chunk_bytes;
   record_sources(spec, "fashion-mnist (Debian dataset-fashion-mnist)", {images_path, labels_path});
+  // The labels' names, as the data set's authors list them (Zalando's README).
+  spec.extra.push_back({"class_names",
+                        R"(["T-shirt/top","Trouser","Pullover","Dress","Coat","Sandal","Shirt",)"
+                        R"("Sneaker","Bag","Ankle boot"])"});
   // Normalization statistics always come from the training images, for both splits.
   const std::string train_images = dir + "/train-images-idx3-ubyte.gz";
   const auto stats_source =
