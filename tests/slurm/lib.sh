@@ -61,6 +61,24 @@ wait_end() {
   done
   echo "$s"
 }
+# signal_mid_run JOB RUN_DIR: once the job's first checkpoint exists, USR1 to its batch shell.
+signal_mid_run() {
+  for _ in $(seq 1 600); do
+    [ -f "$2/checkpoints/latest" ] && break
+    sleep 0.1
+  done
+  [ -f "$2/checkpoints/latest" ] || fail "job $1 never checkpointed: $(cat "$work"/*-"$1".out)"
+  scancel --batch --signal=USR1 "$1"
+}
+# requeued_and_resumed JOB OUT: the job's output OUT says that USR1 stopped it with a checkpoint
+# and requeued it, that it ran again with SLURM_RESTART_COUNT=1 and resumed from that checkpoint.
+requeued_and_resumed() {
+  local stopped
+  stopped=$(sed -n "s/^SIGUSR1 at step \([0-9]*\): checkpoint saved; requeued job $1 (restart 1\/3)$/\1/p" "$2")
+  [ -n "$stopped" ] || fail "no 'SIGUSR1 at step N: checkpoint saved; requeued job $1' line"
+  grep -q "restart 1$" "$2" || fail "the job did not run again with SLURM_RESTART_COUNT=1"
+  grep -q "resumed from .*/step-0*$stopped " "$2" || fail "the restart did not resume from $stopped"
+}
 # same_final_state REF RUN STEPS: both runs' latest checkpoints are at STEPS and hold the same
 # slices (checksums), i.e. bit-identical parameters and optimizer state.
 same_final_state() {

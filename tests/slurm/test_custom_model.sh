@@ -107,21 +107,30 @@ grep -q "model gated_mlp" ref.log || fail "the run does not name its model: $(he
 
 job=$(sbatch --parsable --job-name=cm --output="$work/cm-%j.out" "$example/custom-model.sbatch" \
   "${settings[@]}" --set train.run_dir="$work/cm")
-for _ in $(seq 1 600); do
-  [ -f cm/checkpoints/latest ] && break
-  sleep 0.1
-done
-[ -f cm/checkpoints/latest ] || fail "job $job never checkpointed: $(cat cm-*.out)"
-scancel --batch --signal=USR1 "$job"
+signal_mid_run "$job" "$work/cm"
 end=$(wait_end "$job")
 out=$work/cm-$job.out
 cat "$out"
 [ "$end" = COMPLETED ] || fail "job $job ended $end"
-stopped=$(sed -n "s/^SIGUSR1 at step \([0-9]*\): checkpoint saved; requeued job $job (restart 1\/3)$/\1/p" "$out")
-[ -n "$stopped" ] || fail "no 'SIGUSR1 at step N: checkpoint saved; requeued job $job' line"
-grep -q "restart 1$" "$out" || fail "the job did not run again with SLURM_RESTART_COUNT=1"
-grep -q "resumed from .*/step-0*$stopped " "$out" || fail "the restart did not resume from $stopped"
+requeued_and_resumed "$job" "$out"
 same_final_state ref cm 680
+
+# Pipeline stages: the model declares blocks(); 2 stages x 4 micro-batches on 2 ranks end 20
+# steps with the loss of one rank training the whole model on the same batches.
+pipe=(--set data.path="$work/set.h5" --set data.val_path= --set data.batch_size=24 --set data.shuffle=false
+  --set train.max_steps=20 --set train.seed=5 --set train.threads=1 --set train.log_every=20
+  --set optim.lr=0.0005 --set optim.schedule=constant)
+cohort train "$ini" "${pipe[@]}" --set train.run_dir="$work/one" >one.log 2>&1 ||
+  fail "one rank failed: $(cat one.log)"
+$MPIEXEC $MPIEXEC_FLAGS -np 2 cohort train "$ini" "${pipe[@]}" --set parallel.pipeline_stages=2 \
+  --set parallel.micro_batches=4 --set train.run_dir="$work/stages" >stages.log 2>&1 ||
+  fail "2 pipeline stages failed: $(cat stages.log)"
+grep -q "^parallel: data 1 x pipeline 2" stages.log || fail "not pipelined: $(head -5 stages.log)"
+one=$(sed -n 's/^step  *20\/20 .* loss \([0-9.]*\) .*/\1/p' one.log)
+two=$(sed -n 's/^step  *20\/20 .* loss \([0-9.]*\) .*/\1/p' stages.log)
+awk -v a="$one" -v b="$two" 'BEGIN { d = a - b; exit !(a != "" && d < 2e-4 && d > -2e-4) }' ||
+  fail "2 pipeline stages end at loss '$two', one rank at '$one'"
+echo "pipeline: 2 stages end 20 steps at loss $two, one rank at $one"
 
 # The smallest own program: the same model compiled in, the same settings, 2 ranks.
 overrides=()

@@ -12,16 +12,6 @@ train_set
 train_settings 8 100 100
 reference_run ref "${settings[@]}"
 
-# signal_mid_run JOB RUN_DIR: once the job's first checkpoint exists, USR1 to its batch shell.
-signal_mid_run() {
-  for _ in $(seq 1 600); do
-    [ -f "$2/checkpoints/latest" ] && break
-    sleep 0.1
-  done
-  [ -f "$2/checkpoints/latest" ] || fail "job $1 never checkpointed: $(cat "$work"/*-"$1".out)"
-  scancel --batch --signal=USR1 "$1"
-}
-
 job=$(sbatch --parsable --requeue --job-name=pre "$COHORT_SOURCE_DIR/sbatch/train.sbatch" \
   "$(run_ini pre)" "${settings[@]}")
 signal_mid_run "$job" "$work/pre"
@@ -29,10 +19,7 @@ end=$(wait_end "$job")
 out=$work/pre-$job.out
 cat "$out"
 [ "$end" = COMPLETED ] || fail "job $job ended $end"
-stopped=$(sed -n "s/^SIGUSR1 at step \([0-9]*\): checkpoint saved; requeued job $job (restart 1\/3)$/\1/p" "$out")
-[ -n "$stopped" ] || fail "no 'SIGUSR1 at step N: checkpoint saved; requeued job $job' line"
-grep -q "restart 1$" "$out" || fail "the job did not run again with SLURM_RESTART_COUNT=1"
-grep -q "resumed from .*/step-0*$stopped " "$out" || fail "the restart did not resume from $stopped"
+requeued_and_resumed "$job" "$out"
 same_final_state ref pre 680
 
 job=$(sbatch --parsable --requeue --job-name=budget "$COHORT_SOURCE_DIR/sbatch/train.sbatch" \
