@@ -32,37 +32,16 @@ std::string selected_names(const DatasetInfo& info, const std::vector<std::int64
   return kept.dump();
 }
 
-}  // namespace
+using LabelMap = std::map<std::int64_t, std::int64_t>;  // old label -> new
 
-SelectResult select_classes(const std::string& in, const std::string& out,
-                            const std::vector<std::int64_t>& classes, std::int64_t per_class) {
-  ReaderOptions options;
-  options.raw = true;
-  options.pin_memory = false;
-  BatchReader reader(in, options);
-  const DatasetInfo& info = reader.info();
-  COHORT_CHECK(info.kind == DatasetKind::kSamples && info.classes > 0 &&
-                   info.target_shape.empty() && info.target_dtype == DType::kInt64,
-               UsageError, "select: ", in,
-               ": not a classification dataset (one int64 label per sample, classes recorded)");
-  COHORT_CHECK(!classes.empty(), UsageError, "select: --classes lists none");
-  std::error_code error;  // the output would be truncated while it is read
-  COHORT_CHECK(in != out && !std::filesystem::equivalent(in, out, error), UsageError,
-               "select: the output ", out, " is the input");
-  COHORT_CHECK(per_class >= 0, UsageError, "select: --per-class ", per_class, " is negative");
-  std::map<std::int64_t, std::int64_t> label_of;  // old label -> new
-  for (const auto c : classes) {
-    COHORT_CHECK(c >= 0 && c < info.classes, UsageError, "select: class ", c, " is not one of ", in,
-                 "'s ", info.classes, " classes");
-    COHORT_CHECK(label_of.emplace(c, static_cast<std::int64_t>(label_of.size())).second, UsageError,
-                 "select: class ", c, " is listed twice");
-  }
-  // Pass 1: which samples, in their original order (a label of no kept class is skipped).
+// Pass 1: which samples, in their original order (a label of no kept class is skipped), and how
+// many of each old label.
+std::vector<std::int64_t> kept_samples(BatchReader& reader, const LabelMap& label_of,
+                                       std::int64_t per_class, LabelMap& taken) {
+  const std::int64_t n = reader.info().num_samples;
   std::vector<std::int64_t> kept;
-  std::map<std::int64_t, std::int64_t> taken;
-  for (std::int64_t first = 0; first < info.num_samples; first += kBlock) {
-    std::vector<std::int64_t> part(
-        static_cast<std::size_t>(std::min(kBlock, info.num_samples - first)));
+  for (std::int64_t first = 0; first < n; first += kBlock) {
+    std::vector<std::int64_t> part(static_cast<std::size_t>(std::min(kBlock, n - first)));
     for (std::size_t i = 0; i < part.size(); ++i) part[i] = first + static_cast<std::int64_t>(i);
     const at::Tensor labels = reader.read(part).targets.contiguous();
     const auto* label = labels.data_ptr<std::int64_t>();
@@ -73,8 +52,14 @@ SelectResult select_classes(const std::string& in, const std::string& out,
       kept.push_back(part[i]);
     }
   }
-  COHORT_CHECK(!kept.empty(), UsageError, "select: ", in, " has no sample of those classes");
-  // Pass 2: copy them, relabelled.
+  return kept;
+}
+
+// Pass 2: those samples into `out`, relabelled, with the kept classes' names.
+void copy_relabelled(BatchReader& reader, const std::vector<std::int64_t>& kept,
+                     const LabelMap& label_of, const std::vector<std::int64_t>& classes,
+                     const std::string& out) {
+  const DatasetInfo& info = reader.info();
   WriterSpec spec = spec_like(info, static_cast<std::int64_t>(kept.size()));
   spec.classes = static_cast<std::int64_t>(classes.size());
   spec.extra.erase(std::remove_if(spec.extra.begin(), spec.extra.end(),
@@ -96,6 +81,37 @@ SelectResult select_classes(const std::string& in, const std::string& out,
                          batch.inputs.contiguous().data_ptr(), labels.data_ptr());
   }
   writer.commit();
+}
+
+}  // namespace
+
+SelectResult select_classes(const std::string& in, const std::string& out,
+                            const std::vector<std::int64_t>& classes, std::int64_t per_class) {
+  ReaderOptions options;
+  options.raw = true;
+  options.pin_memory = false;
+  BatchReader reader(in, options);
+  const DatasetInfo& info = reader.info();
+  COHORT_CHECK(info.kind == DatasetKind::kSamples && info.classes > 0 &&
+                   info.target_shape.empty() && info.target_dtype == DType::kInt64,
+               UsageError, "select: ", in,
+               ": not a classification dataset (one int64 label per sample, classes recorded)");
+  COHORT_CHECK(!classes.empty(), UsageError, "select: --classes lists none");
+  std::error_code error;  // the output would be truncated while it is read
+  COHORT_CHECK(in != out && !std::filesystem::equivalent(in, out, error), UsageError,
+               "select: the output ", out, " is the input");
+  COHORT_CHECK(per_class >= 0, UsageError, "select: --per-class ", per_class, " is negative");
+  LabelMap label_of;
+  for (const auto c : classes) {
+    COHORT_CHECK(c >= 0 && c < info.classes, UsageError, "select: class ", c, " is not one of ", in,
+                 "'s ", info.classes, " classes");
+    COHORT_CHECK(label_of.emplace(c, static_cast<std::int64_t>(label_of.size())).second, UsageError,
+                 "select: class ", c, " is listed twice");
+  }
+  LabelMap taken;
+  const auto kept = kept_samples(reader, label_of, per_class, taken);
+  COHORT_CHECK(!kept.empty(), UsageError, "select: ", in, " has no sample of those classes");
+  copy_relabelled(reader, kept, label_of, classes, out);
   SelectResult result;
   result.samples = static_cast<std::int64_t>(kept.size());
   for (const auto c : classes) result.per_class.push_back(taken[c]);
