@@ -11,8 +11,10 @@ for n in 1 2; do
   # argument handling (AttributeError in elastic/multiprocessing/api.py to_map), so the ranks are
   # started the way torchrun would: RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT and env://.
   out=$(mktemp)
+  # A port the kernel says is free (a fixed one collides with another run on the host).
+  port=$(/usr/bin/python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
   for ((r = 0; r < n; r++)); do
-    RANK=$r WORLD_SIZE=$n LOCAL_RANK=$r MASTER_ADDR=127.0.0.1 MASTER_PORT=$((29500 + n)) \
+    RANK=$r WORLD_SIZE=$n LOCAL_RANK=$r MASTER_ADDR=127.0.0.1 MASTER_PORT=$port \
       /usr/bin/python3 bench/ddp_peer.py >>"$out" &
   done
   wait

@@ -38,7 +38,11 @@ peer_malloc_on=(MALLOC_ARENA_MAX=1 MALLOC_MMAP_MAX_=0 MALLOC_TRIM_THRESHOLD_=107
   MALLOC_TOP_PAD_=268435456)
 declare -A steps=([mlp]=100 [cnn]=60) batch=([mlp]=128 [cnn]=64)
 [ "$quick" = 1 ] && steps=([mlp]=10 [cnn]=8)
-port=29700
+# A port the kernel says is free, for each PyTorch run's rendezvous: a fixed one collided with
+# another run on the same host (two fresh systems share the network namespace).
+free_port() {
+  /usr/bin/python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
 
 run_cohort() {  # MODEL RANKS MALLOC(on|off) -> one JSON line
   local tuning=true
@@ -56,8 +60,8 @@ run_cohort() {  # MODEL RANKS MALLOC(on|off) -> one JSON line
 run_peer() {  # MODEL RANKS MALLOC(on|off) -> one JSON line
   local env_malloc=()
   [ "$3" = on ] && env_malloc=("${peer_malloc_on[@]}")
-  port=$((port + 1))
-  local pids=() r
+  local port pids=() r
+  port=$(free_port)
   for ((r = 0; r < $2; r++)); do
     # USE_LIBUV=0: torch >= 2.4's TCPStore wants libuv, which Debian's torch 2.6 is built without.
     env "${env_malloc[@]}" USE_LIBUV=0 OPENBLAS_NUM_THREADS="$threads" RANK=$r WORLD_SIZE="$2" \
