@@ -19,7 +19,14 @@ case "$cmd" in
     [ -f "$dir/unavailable" ] && exit 0
     "$here/cluster.sh" stop "$dir"
     sleep 0.2
-    if survivors=$(pgrep -a -f -- "$dir/" ); then
+    # Only this system's processes: a second system run beside this one in a chroot (two fresh
+    # Debians at once) has a cluster under the same path, which pgrep sees too.
+    root=$(stat -L -c %d:%i /proc/self/root)
+    survivors=$({ pgrep -f -- "$dir/" || true; } | while read -r pid; do
+      [ "$(stat -L -c %d:%i "/proc/$pid/root" 2>/dev/null)" = "$root" ] &&
+        ps -o pid=,args= -p "$pid" || true
+    done)
+    if [ -n "$survivors" ]; then
       echo "fixture.sh: processes of the test cluster survived its stop:" >&2
       echo "$survivors" >&2
       exit 1
