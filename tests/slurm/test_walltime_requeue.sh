@@ -8,9 +8,10 @@ source "$(dirname "$0")/lib.sh"
 export PATH=$(dirname "$COHORT_BIN"):$PATH
 cd "$work"
 train_set
-# Long enough (8160 steps: ~16 s on an idle 2-core VM) that the ~10 s each run gets always ends in
-# a wall-time stop at least once, however fast the machine; restarts allowed up to 10.
-train_settings 96 500 2000
+# Long enough (13 600 steps: ~27 s on an idle 2-core VM, 13 s at 50 000 samples/s) that the
+# ~10 s each run gets always ends in a wall-time stop at least once (8160 steps ran out in 9.8 s
+# on a fresh Debian 13); restarts allowed up to 10.
+train_settings 160 500 2000
 reference_run ref "${settings[@]}"
 
 job=$(sbatch --parsable --requeue --time=1 --signal=B:USR1@2 --job-name=wall \
@@ -24,4 +25,4 @@ grep -q "^time limit in 50 s or less at step [0-9]*: checkpoint saved; requeued 
   "$out" || fail "no wall-time stop with a requeue"
 grep -q "^cohort-train: job $job .*restart 1$" "$out" || fail "the job never ran with restart 1"
 grep -q "^resumed from " "$out" || fail "no resume"
-same_final_state ref wall 8160
+same_final_state ref wall 13600
