@@ -269,11 +269,8 @@ std::shared_ptr<const void> model_options(const std::string& model,
                                           const std::map<std::string, std::string>& text) {
   const ModelOptionsTable* table = catalog::options_of(model);
   if (table == nullptr) return nullptr;
-  auto options = table->make();
-  for (const auto& key : table->keys) {
-    key.set(options.get(), text.at(model + "." + key.spec.key));
-  }
-  return options;
+  return catalog::make_options(
+      *table, [&](const KeySpec& spec) { return text.at(model + "." + spec.key); });
 }
 
 }  // namespace

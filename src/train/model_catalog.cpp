@@ -12,8 +12,7 @@ namespace {
 struct Entry {
   std::string name;
   std::string library;
-  bool has_options = false;
-  ModelOptionsTable options;
+  ModelOptionsTable options;  // no keys: the model declared no section
 };
 
 struct State {
@@ -62,7 +61,6 @@ std::string add_model(const std::string& name, const ModelOptionsTable* options)
   entry.name = name;
   entry.library = s.library;
   if (options != nullptr && !options->keys.empty()) {
-    entry.has_options = true;
     entry.options = *options;
     for (auto& key : entry.options.keys) key.spec.section = entry.name.c_str();
   }
@@ -72,7 +70,14 @@ std::string add_model(const std::string& name, const ModelOptionsTable* options)
 
 const ModelOptionsTable* options_of(const std::string& name) {
   const Entry* entry = find(name);
-  return entry != nullptr && entry->has_options ? &entry->options : nullptr;
+  return entry != nullptr && !entry->options.keys.empty() ? &entry->options : nullptr;
+}
+
+std::shared_ptr<const void> make_options(const ModelOptionsTable& table,
+                                         const std::function<std::string(const KeySpec&)>& text) {
+  auto options = table.make();
+  for (const auto& key : table.keys) key.set(options.get(), text(key.spec));
+  return options;
 }
 
 const KeySpec* find_key(const std::string& section, const std::string& key) {

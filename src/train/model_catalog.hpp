@@ -9,6 +9,8 @@
 // code and their option tables' strings live as long as the process.
 #pragma once
 
+#include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -22,6 +24,10 @@ namespace cohort::train::catalog {
 std::string add_model(const std::string& name, const ModelOptionsTable* options);
 // The table of a model's section, or nullptr (no such model, or it declared no keys).
 const ModelOptionsTable* options_of(const std::string& name);
+// The options struct of a section, each key's field set from text(its spec): the validated text
+// of a loaded config, or the declared default.
+std::shared_ptr<const void> make_options(const ModelOptionsTable& table,
+                                         const std::function<std::string(const KeySpec&)>& text);
 // The spec of key `key` of the section `section` declared by a registered model, or nullptr.
 const KeySpec* find_key(const std::string& section, const std::string& key);
 // Every declared key, section by section (its spec's section is the model's name).

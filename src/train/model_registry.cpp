@@ -59,9 +59,8 @@ std::shared_ptr<Model> build_model(const ModelConfig& config, const ModelInput& 
   if (options != nullptr && config.options == nullptr) {
     // A ModelConfig not made by Config::load (a program's own): the section at its defaults.
     ModelConfig with_defaults = config;
-    auto defaults = options->make();
-    for (const auto& key : options->keys) key.set(defaults.get(), key.spec.default_value);
-    with_defaults.options = std::move(defaults);
+    with_defaults.options = catalog::make_options(
+        *options, [](const KeySpec& spec) { return std::string(spec.default_value); });
     model = it->second(with_defaults, input);
   } else {
     model = it->second(config, input);
