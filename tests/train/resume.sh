@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Checkpoint and resume through `cohort train`, with real processes and a real SIGKILL:
-#  - run A trains 340 steps straight on 2 ranks, checkpointing every 40;
+#  - run A trains 850 steps (10 epochs) straight on 2 ranks, checkpointing every 40; long
+#    enough (about 1 s on a fast machine) that the signals below land mid-run;
 #  - run B is the same run, killed with SIGKILL at a random point after its checkpoint at step
 #    40 (or later), then started again: it resumes from its newest checkpoint and finishes. Its
 #    final parameters and optimizer state are bit-identical to A's (same slice checksums), and so
@@ -25,29 +26,30 @@ train() {  # ranks batch run_dir [--set ...]
   shift 3
   $MPIEXEC $MPIEXEC_FLAGS -np "$n" "$cohort" train --set data.path=set.h5 \
     --set data.batch_size="$b" --set model.hidden=512,512 --set optim.lr=0.05 \
-    --set optim.momentum=0.9 --set train.epochs=4 --set train.seed=11 --set train.log_every=0 \
+    --set optim.momentum=0.9 --set train.epochs=10 --set train.seed=11 --set train.log_every=0 \
     --set checkpoint.every_steps=40 --set checkpoint.keep_last=0 --set train.run_dir="$dir" "$@"
 }
-# after_first_checkpoint RUN: waits for the run's first checkpoint, then a random 0-0.4 s more.
-after_first_checkpoint() {
+# first_checkpoint RUN: waits for the run's first checkpoint (step 40 of 850).
+first_checkpoint() {
   for _ in $(seq 1 600); do
     [ -f "$1/checkpoints/latest" ] && break
     sleep 0.02
   done
   [ -f "$1/checkpoints/latest" ] || fail "run $1 never checkpointed"
-  sleep "0.$((RANDOM % 5))"
 }
+final=step-00000850
 train 2 24 a >a.log 2>&1 || fail "run A: $(cat a.log)"
 train 2 24 s --set checkpoint.async=false >s.log 2>&1 || fail "run S: $(cat s.log)"
 
 # Run B: killed after its step-40 checkpoint, at a random moment.
 train 2 24 b >b1.log 2>&1 &
 launcher=$!
-after_first_checkpoint b
+first_checkpoint b
+sleep "0.$((RANDOM % 3))"  # a random moment: 0, 0.1 or 0.2 s later
 pkill -KILL -f "train.run_dir=b( |$)" || true
 wait "$launcher" 2>/dev/null || true
 killed_at=$(cat b/checkpoints/latest)
-[ "$killed_at" != step-00000340 ] || fail "run B finished before it was killed; nothing tested"
+[ "$killed_at" != "$final" ] || fail "run B finished before it was killed; nothing tested"
 train 2 24 b >b2.log 2>&1 || fail "resumed run B: $(cat b2.log)"
 grep -q "resumed from .*/$killed_at" b2.log || fail "B did not resume from $killed_at: $(cat b2.log)"
 echo "run B killed after $killed_at, resumed from it"
@@ -56,9 +58,10 @@ echo "run B killed after $killed_at, resumed from it"
 # checkpoint there (not a multiple of 40), exit 75 ("resume me"); the restart ends like run A.
 train 2 24 p >p1.log 2>&1 &
 launcher=$!
-after_first_checkpoint p
+first_checkpoint p
 pgrep -f "^$cohort train .*train.run_dir=p( |$)" | tail -1 | xargs kill -USR1
 rc=0; wait "$launcher" || rc=$?
+[ "$(cat p/checkpoints/latest)" != "$final" ] || fail "run P finished before the signal; nothing tested"
 [ "$rc" = 75 ] || fail "run P exited $rc after SIGUSR1, not 75: $(cat p1.log)"
 stopped=$(sed -n 's/^SIGUSR1 at step \([0-9]*\): checkpoint saved; stopping to be resumed.*/\1/p' p1.log)
 [ -n "$stopped" ] && [ "$(cat p/checkpoints/latest)" = "$(printf 'step-%08d' "$stopped")" ] ||
@@ -98,7 +101,7 @@ echo "run W killed mid-write of its step-80 shards: resumed from step 40, $parti
 
 /usr/bin/python3 - <<'PY'
 import json
-def manifest(run, step=340):
+def manifest(run, step=850):
     return json.load(open(f"{run}/checkpoints/step-{step:08d}/manifest.json"))
 def sums(m):
     return {t["name"]: [s["checksum"] for s in t["slices"]] for t in m["tensors"]}
@@ -106,15 +109,15 @@ a, b = manifest("a"), manifest("b")
 assert sums(a) == sums(b), "resumed run B differs from run A"
 assert sums(a) == sums(manifest("w")), "run W, resumed after a kill mid-write, differs from run A"
 assert sums(a) == sums(manifest("p")), "run P, stopped by SIGUSR1 and resumed, differs from run A"
-for step in range(40, 341, 40):
+for step in [*range(40, 850, 40), 850]:
     assert sums(manifest("a", step)) == sums(manifest("s", step)), f"async != sync at {step}"
 print("asynchronous and synchronous saves: identical slices at every checkpoint")
 def curve(run):
     return {r["step"]: r["loss"] for r in map(json.loads, open(f"{run}/metrics.jsonl"))
             if r["event"] == "step"}
 ca, cb = curve("a"), curve("b")
-assert len(ca) == 340 and all(cb[s] == ca[s] for s in cb), "loss curves differ"
-print(f"exact resume: {len(a['tensors'])} tensors bit-identical at step 340, loss curve identical")
+assert len(ca) == 850 and all(cb[s] == ca[s] for s in cb), "loss curves differ"
+print(f"exact resume: {len(a['tensors'])} tensors bit-identical at step 850, loss curve identical")
 import h5py, numpy as np
 def weights(run):
     m = manifest(run)
@@ -124,7 +127,7 @@ def weights(run):
             continue
         parts = []
         for s in t["slices"]:
-            f = h5py.File(f"{run}/checkpoints/step-00000340/{m['shards'][s['shard']]['file']}", "r")
+            f = h5py.File(f"{run}/checkpoints/step-00000850/{m['shards'][s['shard']]['file']}", "r")
             parts.append(f["slices/" + t["name"]][...])
         out[t["name"]] = np.concatenate(parts)
     return out
