@@ -46,14 +46,20 @@ std::vector<at::Tensor> read_all(CheckpointReader& reader, const std::vector<Nam
     const TensorEntry* entry = reader.manifest().find(want.name);
     COHORT_CHECK(entry != nullptr, IoError, path, "/manifest.json: no tensor '", want.name, "'");
     const std::string dtype = dtype_name(want.tensor.scalar_type());
-    COHORT_CHECK(entry->dtype == dtype && entry->shape == want.tensor.sizes().vec(), IoError, path,
+    const std::vector<std::int64_t> shape =
+        want.part ? want.part->shape : want.tensor.sizes().vec();
+    COHORT_CHECK(entry->dtype == dtype && entry->shape == shape, IoError, path,
                  "/manifest.json: tensor '", want.name, "' is ", entry->dtype, " ",
-                 c10::IntArrayRef(entry->shape), ", wanted ", dtype, " ", want.tensor.sizes());
+                 c10::IntArrayRef(entry->shape), ", wanted ", dtype, " ", c10::IntArrayRef(shape));
     // Read into host memory; the caller's copy_ moves it onto the tensor's device.
     at::Tensor buffer = at::empty(
         want.tensor.sizes(),
         want.tensor.options().device(at::kCPU).memory_format(at::MemoryFormat::Contiguous));
-    reader.read(*entry, buffer.data_ptr(), verify);
+    if (want.part) {
+      reader.read_range(*entry, want.part->offset, want.tensor.numel(), buffer.data_ptr(), verify);
+    } else {
+      reader.read(*entry, buffer.data_ptr(), verify);
+    }
     result.push_back(buffer);
   }
   return result;

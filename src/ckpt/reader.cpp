@@ -1,6 +1,9 @@
 #include "cohort/ckpt/reader.hpp"
 
+#include <algorithm>
+#include <cstring>
 #include <utility>
+#include <vector>
 
 #include "cohort/ckpt/inspect.hpp"
 #include "cohort/error.hpp"
@@ -40,6 +43,46 @@ void CheckpointReader::read(const TensorEntry& entry, void* out, bool verify) {
                                 slice.checksum,
                  IoError, file, ": slice ", entry.name, " does not match its checksum");
   }
+}
+
+void CheckpointReader::read_range(const TensorEntry& entry, std::int64_t offset,
+                                  std::int64_t count, void* out, bool verify) {
+  const std::int64_t element = dtype_bytes(entry.dtype);
+  COHORT_CHECK(offset >= 0 && count >= 0 && offset <= entry.numel() - count, IoError, path_,
+               "/manifest.json: elements [", offset, ", +", count, ") of tensor '", entry.name,
+               "' lie outside its ", entry.numel());
+  auto* base = static_cast<unsigned char*>(out);
+  std::int64_t covered = 0;
+  for (const auto& slice : entry.slices) {
+    const std::int64_t begin = std::max(slice.offset, offset);
+    const std::int64_t end = std::min(slice.offset + slice.count, offset + count);
+    if (begin >= end) continue;
+    const std::string file =
+        path_ + "/" + manifest_.shards[static_cast<std::size_t>(slice.shard)].file;
+    ShardReader& reader = shard(slice.shard);
+    COHORT_CHECK(reader.slice_offset(entry.name) == slice.offset, IoError, file, ": slice ",
+                 entry.name, " does not start where the manifest says");
+    unsigned char* at = base + (begin - offset) * element;
+    const bool whole_slice = begin == slice.offset && end == slice.offset + slice.count;
+    if (!verify || whole_slice) {
+      reader.read(entry.name, entry.dtype, begin - slice.offset, end - begin, at);
+      COHORT_CHECK(!verify || bytes_checksum(at, static_cast<std::size_t>(slice.count * element)) ==
+                                  slice.checksum,
+                   IoError, file, ": slice ", entry.name, " does not match its checksum");
+    } else {
+      // The slice's own size, which the shard file was checked to back.
+      std::vector<unsigned char> whole(static_cast<std::size_t>(slice.count * element));
+      reader.read(entry.name, entry.dtype, 0, slice.count, whole.data());
+      COHORT_CHECK(bytes_checksum(whole.data(), whole.size()) == slice.checksum, IoError, file,
+                   ": slice ", entry.name, " does not match its checksum");
+      std::memcpy(at, whole.data() + (begin - slice.offset) * element,
+                  static_cast<std::size_t>((end - begin) * element));
+    }
+    covered += end - begin;
+  }
+  // Manifest::parse checked that the slices tile the tensor; a range is therefore covered.
+  COHORT_CHECK(covered == count, IoError, path_, "/manifest.json: the slices of tensor '",
+               entry.name, "' leave part of [", offset, ", +", count, ") uncovered");
 }
 
 std::string CheckpointReader::rank_state(int rank) {

@@ -40,16 +40,24 @@ std::string shard_name(int rank, int world) {
   return name;
 }
 
+// What this rank holds of a plan's tensor, flat in host memory: elements [offset, offset +
+// numel) of it (undefined values: none).
+struct HeldFlat {
+  at::Tensor values;
+  std::int64_t offset = 0;
+};
+
 // This rank's shard: its slices of the flattened tensors. Returns the slice checksums.
 std::vector<std::uint64_t> write_own_shard(const std::string& path, const ShardPlan& plan,
-                                           const std::vector<at::Tensor>& flat,
+                                           const std::vector<HeldFlat>& flat,
                                            const SaveRequest& request, int rank) {
   std::vector<ShardSlice> mine;
   for (const auto& s : plan.slices_of(rank)) {
     const TensorSpec& spec = plan.tensors()[s.tensor];
-    const auto* base = static_cast<const unsigned char*>(flat[s.tensor].data_ptr());
+    const HeldFlat& held = flat[s.tensor];
+    const auto* base = static_cast<const unsigned char*>(held.values.data_ptr());
     mine.push_back({spec.name, spec.dtype, spec.shape, s.offset, s.count,
-                    base + s.offset * spec.element_bytes});
+                    base + (s.offset - held.offset) * spec.element_bytes});
   }
   std::vector<std::uint64_t> sums;
   for (const auto& text :
@@ -97,37 +105,53 @@ void commit(const std::string& dir, const std::string& tmp, const std::string& f
   io::write_file_atomically(dir + "/latest", step_dir_name(m.step) + "\n");
 }
 
-std::vector<TensorSpec> specs_of(const SaveRequest& request) {
-  std::vector<TensorSpec> specs;
+// A tensor as this rank holds it: the whole tensor's spec and the range held.
+struct HeldSpec {
+  TensorSpec spec;
+  std::int64_t offset = 0;
+  std::int64_t count = 0;
+};
+
+std::vector<HeldSpec> specs_of(const SaveRequest& request) {
+  std::vector<HeldSpec> specs;
   for (const auto& t : request.tensors) {
-    specs.push_back({t.name, dtype_name(t.tensor.scalar_type()), t.tensor.sizes().vec(),
-                     static_cast<std::int64_t>(t.tensor.element_size())});
+    HeldSpec h{{t.name, dtype_name(t.tensor.scalar_type()),
+                t.part ? t.part->shape : t.tensor.sizes().vec(),
+                static_cast<std::int64_t>(t.tensor.element_size())},
+               t.part ? t.part->offset : 0,
+               t.tensor.numel()};
+    COHORT_CHECK(!t.part || (h.offset >= 0 && h.offset <= h.spec.numel() - h.count), IoError,
+                 "checkpoint: part [", h.offset, ", +", h.count, ") of tensor '", t.name,
+                 "' lies outside its ", h.spec.numel(), " elements");
+    specs.push_back(std::move(h));
   }
   return specs;
 }
 
-// "name dtype element_bytes d0,d1,...\n" per tensor (names hold no spaces or newlines).
-std::string encode(const std::vector<TensorSpec>& specs) {
+// "name dtype element_bytes d0,d1,... offset count\n" per tensor (names hold no spaces or
+// newlines; an empty shape is "-").
+std::string encode(const std::vector<HeldSpec>& specs) {
   std::ostringstream out;
-  for (const auto& t : specs) {
+  for (const auto& h : specs) {
+    const TensorSpec& t = h.spec;
     out << t.name << ' ' << t.dtype << ' ' << t.element_bytes << ' ';
     for (std::size_t d = 0; d < t.shape.size(); ++d) out << (d ? "," : "") << t.shape[d];
-    out << '\n';
+    out << (t.shape.empty() ? "-" : "") << ' ' << h.offset << ' ' << h.count << '\n';
   }
   return out.str();
 }
 
-std::vector<TensorSpec> decode(const std::string& text) {
-  std::vector<TensorSpec> specs;
+std::vector<HeldSpec> decode(const std::string& text) {
+  std::vector<HeldSpec> specs;
   std::istringstream in(text);
   for (std::string line; std::getline(in, line);) {
     std::istringstream fields(line);
-    TensorSpec t;
+    HeldSpec h;
     std::string shape;
-    fields >> t.name >> t.dtype >> t.element_bytes >> shape;
-    std::istringstream dims(shape);
-    for (std::string d; std::getline(dims, d, ',');) t.shape.push_back(std::stoll(d));
-    specs.push_back(std::move(t));
+    fields >> h.spec.name >> h.spec.dtype >> h.spec.element_bytes >> shape >> h.offset >> h.count;
+    std::istringstream dims(shape == "-" ? "" : shape);
+    for (std::string d; std::getline(dims, d, ',');) h.spec.shape.push_back(std::stoll(d));
+    specs.push_back(std::move(h));
   }
   return specs;
 }
@@ -154,16 +178,18 @@ std::vector<std::string> gather_text(const std::string& mine, comm::Communicator
 
 // The request's tensors aligned with the plan's, flat and in host memory (a GPU's are copied):
 // undefined where this rank holds none.
-std::vector<at::Tensor> flat_by_plan(const SaveRequest& request, const ShardPlan& plan) {
+std::vector<HeldFlat> flat_by_plan(const SaveRequest& request, const ShardPlan& plan) {
   std::map<std::string, std::size_t> local;
   for (std::size_t i = 0; i < request.tensors.size(); ++i) local[request.tensors[i].name] = i;
-  std::vector<at::Tensor> flat;
+  std::vector<HeldFlat> flat;
   for (const auto& spec : plan.tensors()) {
     const auto it = local.find(spec.name);
-    flat.push_back(
-        it == local.end()
-            ? at::Tensor()
-            : request.tensors[it->second].tensor.to(at::kCPU).contiguous().reshape({-1}));
+    if (it == local.end()) {
+      flat.emplace_back();
+      continue;
+    }
+    const NamedTensor& t = request.tensors[it->second];
+    flat.push_back({t.tensor.to(at::kCPU).contiguous().reshape({-1}), t.part ? t.part->offset : 0});
   }
   return flat;
 }
@@ -182,28 +208,38 @@ std::string attempt_tag(const SaveRequest& request, comm::Communicator& comm) {
 ShardPlan plan_checkpoint(const SaveRequest& request, comm::Communicator& comm) {
   const auto mine = specs_of(request);
   const auto texts = gather_text(encode(mine), comm);
-  if (std::all_of(texts.begin(), texts.end(), [&](const auto& t) { return t == texts.front(); })) {
-    return ShardPlan::balanced(mine, comm.size());  // replicated: data parallelism
+  const bool whole = std::none_of(request.tensors.begin(), request.tensors.end(),
+                                  [](const NamedTensor& t) { return t.part.has_value(); });
+  if (whole &&
+      std::all_of(texts.begin(), texts.end(), [&](const auto& t) { return t == texts.front(); })) {
+    std::vector<TensorSpec> specs;
+    for (const auto& h : mine) specs.push_back(h.spec);
+    return ShardPlan::balanced(std::move(specs), comm.size());  // replicated: data parallelism
   }
   std::vector<TensorSpec> all;
-  std::vector<std::vector<int>> holders;
+  std::vector<std::vector<Holding>> holdings;
   std::map<std::string, std::size_t> index;
   for (int r = 0; r < comm.size(); ++r) {
-    for (auto& spec : decode(texts[static_cast<std::size_t>(r)])) {
+    for (auto& held : decode(texts[static_cast<std::size_t>(r)])) {
+      const TensorSpec& spec = held.spec;
       const auto [it, added] = index.emplace(spec.name, all.size());
       if (added) {
         all.push_back(spec);
-        holders.emplace_back();
+        holdings.emplace_back();
       }
       const TensorSpec& first = all[it->second];
       COHORT_CHECK(first.dtype == spec.dtype && first.shape == spec.shape, IoError,
                    "checkpoint: tensor '", spec.name, "' differs between ranks (", first.dtype, " ",
                    c10::IntArrayRef(first.shape), " vs ", spec.dtype, " ",
                    c10::IntArrayRef(spec.shape), ")");
-      holders[it->second].push_back(r);
+      holdings[it->second].push_back({r, held.offset, held.count});
     }
   }
-  return ShardPlan::among_holders(std::move(all), holders, comm.size());
+  try {
+    return ShardPlan::among_holdings(std::move(all), holdings, comm.size());
+  } catch (const ConfigError& e) {  // the ranks' tensors do not make whole ones: not savable
+    COHORT_THROW(IoError, e.what());
+  }
 }
 
 SaveRequest snapshot_own_part(const SaveRequest& request, const ShardPlan& plan, int rank) {
@@ -217,11 +253,10 @@ SaveRequest snapshot_own_part(const SaveRequest& request, const ShardPlan& plan,
   }
   for (const auto& s : plan.slices_of(rank)) {
     const std::size_t i = local.at(plan.tensors()[s.tensor].name);
+    const auto& part = request.tensors[i].part;
+    const std::int64_t at = s.offset - (part ? part->offset : 0);  // in what this rank holds
     const at::Tensor from = request.tensors[i].tensor.contiguous().reshape({-1});
-    copy.tensors[i]
-        .tensor.view({-1})
-        .narrow(0, s.offset, s.count)
-        .copy_(from.narrow(0, s.offset, s.count));
+    copy.tensors[i].tensor.view({-1}).narrow(0, at, s.count).copy_(from.narrow(0, at, s.count));
   }
   return copy;
 }
@@ -235,7 +270,7 @@ std::string save_checkpoint(const std::string& dir, const SaveRequest& request,
                             const ShardPlan& plan, comm::Communicator& comm) {
   const std::string tag = attempt_tag(request, comm);
   const int rank = comm.rank(), world = comm.size();
-  const std::vector<at::Tensor> flat = flat_by_plan(request, plan);
+  const std::vector<HeldFlat> flat = flat_by_plan(request, plan);
   const std::string final_dir = dir + "/" + step_dir_name(request.step);
   const std::string tmp = final_dir + ".tmp-" + tag;
   const std::size_t n = plan.slices().size();

@@ -87,6 +87,80 @@ ShardPlan ShardPlan::among_holders(std::vector<TensorSpec> tensors,
   return plan;
 }
 
+namespace {
+
+bool whole(const TensorSpec& t, const std::vector<Holding>& held) {
+  return std::all_of(held.begin(), held.end(),
+                     [&](const Holding& h) { return h.offset == 0 && h.count == t.numel(); });
+}
+
+// Tensor `i` held in parts: cut at every holding's ends; each piece to the first rank holding it.
+void plan_parts(std::size_t i, const TensorSpec& t, const std::vector<Holding>& held, int world,
+                std::vector<Slice>& out) {
+  std::set<std::int64_t> cuts{0, t.numel()};
+  for (const auto& h : held) {
+    COHORT_CHECK(h.rank >= 0 && h.rank < world, ConfigError, "checkpoint plan: rank ", h.rank,
+                 " outside the world of ", world);
+    COHORT_CHECK(h.offset >= 0 && h.count >= 0 && h.offset <= t.numel() - h.count, ConfigError,
+                 "checkpoint plan: rank ", h.rank, " holds elements [", h.offset, ", +", h.count,
+                 ") of '", t.name, "', which has ", t.numel());
+    cuts.insert(h.offset);
+    cuts.insert(h.offset + h.count);
+  }
+  for (auto at = cuts.begin(); std::next(at) != cuts.end(); ++at) {
+    const std::int64_t begin = *at, end = *std::next(at);
+    int writer = -1;
+    for (const auto& h : held) {
+      if (h.offset <= begin && end <= h.offset + h.count && (writer < 0 || h.rank < writer)) {
+        writer = h.rank;
+      }
+    }
+    COHORT_CHECK(writer >= 0, ConfigError, "checkpoint plan: no rank holds elements [", begin, ", ",
+                 end, ") of '", t.name, "'");
+    // Neighbouring pieces of one writer make one slice.
+    if (!out.empty() && out.back().tensor == i && out.back().rank == writer) {
+      out.back().count += end - begin;
+    } else {
+      out.push_back({i, writer, begin, end - begin});
+    }
+  }
+}
+
+}  // namespace
+
+ShardPlan ShardPlan::among_holdings(std::vector<TensorSpec> tensors,
+                                    const std::vector<std::vector<Holding>>& holdings, int world) {
+  COHORT_CHECK(holdings.size() == tensors.size(), ConfigError, "checkpoint plan: holdings for ",
+               holdings.size(), " of ", tensors.size(), " tensors");
+  ShardPlan plan = balanced(tensors, world);  // validates the specs; its slices are replaced
+  plan.slices_.clear();
+  std::vector<TensorSpec> whole_held;
+  std::vector<std::vector<int>> holders;
+  std::vector<std::size_t> index;  // whole_held's -> tensors'
+  for (std::size_t i = 0; i < tensors.size(); ++i) {
+    COHORT_CHECK(!holdings[i].empty(), ConfigError, "checkpoint plan: no rank holds '",
+                 tensors[i].name, "'");
+    if (!whole(tensors[i], holdings[i])) {
+      plan_parts(i, tensors[i], holdings[i], world, plan.slices_);
+      continue;
+    }
+    whole_held.push_back(tensors[i]);
+    index.push_back(i);
+    holders.emplace_back();
+    for (const auto& h : holdings[i]) holders.back().push_back(h.rank);
+  }
+  if (!whole_held.empty()) {
+    const ShardPlan sub = among_holders(std::move(whole_held), holders, world);
+    for (const auto& s : sub.slices()) {
+      plan.slices_.push_back({index[s.tensor], s.rank, s.offset, s.count});
+    }
+  }
+  std::sort(plan.slices_.begin(), plan.slices_.end(), [](const Slice& a, const Slice& b) {
+    return a.tensor != b.tensor ? a.tensor < b.tensor : a.offset < b.offset;
+  });
+  return plan;
+}
+
 std::vector<Slice> ShardPlan::slices_of(int rank) const {
   std::vector<Slice> mine;
   for (const auto& s : slices_) {

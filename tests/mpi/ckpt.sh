@@ -26,6 +26,21 @@ out=$(run 2 "$probe" load ck)
 echo "$out" | grep -q '"rank_state":"rank 0 at 20"' || fail "same world size: no rank state: $out"
 echo "resharding: written by 2 ranks, loaded exactly by 1, 2 and 3"
 
+# Tensors held in parts (ZeRO's optimizer state): written in parts by 3 ranks, loaded whole by 1
+# and 2 and in other parts by 2 and 4 (with and without verification); written whole by 2,
+# loaded in parts by 3. `cohort ckpt verify` checks the parts' checkpoint like any other.
+run 3 "$probe" save zp 10 parts >/dev/null
+for how in "1" "2" "2 parts" "4 parts" "4 parts noverify"; do
+  set -- $how
+  out=$(run "$1" "$probe" load zp "${@:2}") || fail "parts saved by 3, loaded by $how: $out"
+  [ "$(echo "$out" | step_of)" = 10 ] || fail "parts saved by 3, loaded by $how: $out"
+done
+run 2 "$probe" save zp 20 >/dev/null
+out=$(run 3 "$probe" load zp parts) || fail "whole saved by 2, loaded in parts by 3: $out"
+[ "$(echo "$out" | step_of)" = 20 ] || fail "whole saved by 2, loaded in parts by 3: $out"
+"$cohort" ckpt verify zp/step-00000010 >/dev/null || fail "ckpt verify refuses the parts' checkpoint"
+echo "parts: written in parts by 3 ranks, loaded whole by 1 and 2 and in other parts by 2 and 4"
+
 # One flipped byte inside fc.weight's data (value 20.5 = bytes 00 00 a4 41) of rank 0's shard.
 cp -r ck/step-00000020 pristine
 /usr/bin/python3 - ck/step-00000020/shard-00000-of-00002.h5 <<'PY'

@@ -1,8 +1,11 @@
 // ckpt_probe: saves and loads a fixed set of tensors through the ckpt module, on every rank of
 // its launch, for tests/mpi/ckpt.sh.
-//   ckpt_probe save DIR STEP      tensors filled from STEP (so each step's content differs)
+//   ckpt_probe save DIR STEP [parts]  tensors filled from STEP (so each step's content differs);
+//                                 with `parts`, each rank holds only its part of fc.weight and
+//                                 fc.bias (as ZeRO's ranks hold optimizer state), cut unevenly
 //   ckpt_probe clean DIR          removes leftovers of interrupted saves; prints how many
-//   ckpt_probe load DIR [noverify] loads the newest valid checkpoint; checks every tensor equals
+//   ckpt_probe load DIR [noverify] [parts]  loads the newest valid checkpoint; checks every
+//                                 tensor (or, with `parts`, this rank's part of the two) equals
 //                                 what `save` wrote for the loaded step; prints one JSON line
 //                                 from rank 0: {"step", "world_size_then", "rank_state"}
 // Exit 0 on success, 1 when a loaded tensor differs, 3 (IoError) when nothing loads.
@@ -10,10 +13,12 @@
 #include <ATen/ops/arange.h>
 #include <ATen/ops/equal.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "cohort/ckpt/checkpoint.hpp"
 #include "cohort/comm/factory.hpp"
@@ -37,24 +42,42 @@ std::vector<cohort::ckpt::NamedTensor> tensors(std::int64_t step) {
   };
 }
 
-int save(const std::string& dir, std::int64_t step, cohort::comm::Communicator& comm) {
+// Rank `rank`'s part of fc.weight and fc.bias out of `world`: uneven cuts (the first rank
+// holds less), so that parts written by one world size and wanted by another never line up.
+std::vector<cohort::ckpt::NamedTensor> as_parts(std::vector<cohort::ckpt::NamedTensor> all,
+                                                int rank, int world) {
+  for (std::size_t i = 0; i < 2; ++i) {
+    auto& t = all[i];
+    const std::int64_t n = t.tensor.numel();
+    const auto cut = [&](int r) { return r == 0 ? 0 : std::min(n, n * r / world + r + 3); };
+    const std::int64_t begin = cut(rank), end = rank + 1 == world ? n : cut(rank + 1);
+    t.part = cohort::ckpt::TensorPart{t.tensor.sizes().vec(), begin};
+    t.tensor = t.tensor.reshape({-1}).narrow(0, begin, end - begin).clone();
+  }
+  return all;
+}
+
+int save(const std::string& dir, std::int64_t step, bool parts, cohort::comm::Communicator& comm) {
   cohort::ckpt::SaveRequest request;
   request.step = step;
   request.epoch = step / 10;
   request.samples_seen = step * 64;
   request.config_hash = "xxh3-64:00000000000000ff";
-  request.tensors = tensors(step);
+  request.tensors = parts ? as_parts(tensors(step), comm.rank(), comm.size()) : tensors(step);
   request.rank_state = "rank " + std::to_string(comm.rank()) + " at " + std::to_string(step);
   const auto path = cohort::ckpt::save_checkpoint(dir, request, comm);
   if (comm.rank() == 0) std::printf("%s\n", path.c_str());
   return 0;
 }
 
-int load(const std::string& dir, bool verify, cohort::comm::Communicator& comm) {
-  auto into = tensors(-1);  // wrong content, right names, dtypes, shapes and layouts
+int load(const std::string& dir, bool verify, bool parts, cohort::comm::Communicator& comm) {
+  // Wrong content, right names, dtypes, shapes and layouts.
+  auto into = parts ? as_parts(tensors(-1), comm.rank(), comm.size()) : tensors(-1);
   const auto loaded = cohort::ckpt::load_latest(dir, into, comm, verify, stderr);
   COHORT_CHECK(loaded.has_value(), cohort::IoError, dir, ": no valid checkpoint");
-  const auto expected = tensors(loaded->manifest.step);
+  const auto step = loaded->manifest.step;
+  const auto expected =
+      parts ? as_parts(tensors(step), comm.rank(), comm.size()) : tensors(step);
   for (std::size_t i = 0; i < into.size(); ++i) {
     if (!at::equal(into[i].tensor, expected[i].tensor)) {
       std::fprintf(stderr, "rank %d: %s differs after loading\n", comm.rank(),
@@ -83,11 +106,15 @@ int main(int argc, char** argv) {
       if (comm->rank() == 0) std::printf("%d\n", cohort::ckpt::clean_partial(argv[2]));
       return 0;
     }
-    if (mode == "save" && argc == 4) return save(argv[2], std::stoll(argv[3]), *comm);
-    if (mode == "load" && argc >= 3) {
-      return load(argv[2], !(argc == 4 && std::string(argv[3]) == "noverify"), *comm);
+    const std::vector<std::string> flags(argv + 3, argv + argc);
+    const auto flag = [&](const char* f) {
+      return std::find(flags.begin(), flags.end(), f) != flags.end();
+    };
+    if (mode == "save" && argc >= 4) {
+      return save(argv[2], std::stoll(argv[3]), flag("parts"), *comm);
     }
-    std::fprintf(stderr, "usage: ckpt_probe save DIR STEP | load DIR [noverify]\n");
+    if (mode == "load" && argc >= 3) return load(argv[2], !flag("noverify"), flag("parts"), *comm);
+    std::fprintf(stderr, "usage: ckpt_probe save DIR STEP [parts] | load DIR [noverify] [parts]\n");
     return 2;
   } catch (const cohort::IoError& e) {
     std::fprintf(stderr, "ckpt_probe: %s\n", e.what());

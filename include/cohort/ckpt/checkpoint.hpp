@@ -42,9 +42,17 @@ class Communicator;
 
 namespace cohort::ckpt {
 
+// A part of a tensor: the elements [offset, offset + numel) of a tensor of `shape`, in its flat
+// row-major order. ZeRO's sharded optimizer state: each rank holds one part, none the whole.
+struct TensorPart {
+  std::vector<std::int64_t> shape;  // the whole tensor's
+  std::int64_t offset = 0;
+};
+
 struct NamedTensor {
   std::string name;
-  at::Tensor tensor;  // CPU; any dense layout
+  at::Tensor tensor;               // any dense layout; a part's is its numel elements, flat
+  std::optional<TensorPart> part;  // none: the whole tensor
 };
 
 struct SaveRequest {
@@ -53,16 +61,20 @@ struct SaveRequest {
   std::int64_t samples_seen = 0;
   std::string config_hash;
   int nodes = 1;
-  std::vector<NamedTensor> tensors;  // a name means the same dtype, shape and value everywhere
+  // A name means the same dtype, shape and values on every rank that holds it; parts of one
+  // tensor may be held by different ranks, and together they must cover it.
+  std::vector<NamedTensor> tensors;
   std::string rank_state;            // this rank's own bytes (sampler, RNG)
   // Names this save attempt, the same on every rank (the trainer: "<job id>-<restart count>"
   // inside Slurm); empty: rank 0's process id, broadcast.
   std::string attempt;
 };
 
-// Collective: who writes which slices, from every rank's tensors (names, dtypes, shapes). The
-// byte-balanced plan when every rank holds the same tensors; otherwise each tensor is balanced
-// among its holders. Throws IoError when one name has different dtypes or shapes on two ranks.
+// Collective: who writes which slices, from every rank's tensors (names, dtypes, shapes, parts).
+// The byte-balanced plan when every rank holds the same whole tensors; otherwise each whole-held
+// tensor is balanced among its holders and a tensor held in parts is written by the holders of
+// its parts (ShardPlan::among_holdings). Throws IoError when one name has different dtypes or
+// shapes on two ranks, or when the parts of a tensor leave elements that no rank holds.
 ShardPlan plan_checkpoint(const SaveRequest& request, comm::Communicator& comm);
 
 // What save_checkpoint() will read of `request` on rank `rank` under `plan`: a copy of the
@@ -91,7 +103,8 @@ struct LoadedCheckpoint {
 using CandidateCheck =
     std::function<void(const LoadedCheckpoint&, const std::vector<at::Tensor>& values)>;
 
-// Collective. Fills every tensor of `into` (same names, dtypes, shapes) from the newest valid
+// Collective. Fills every tensor of `into` (same names, dtypes, shapes; a part is read from
+// whatever slices cover it, so any stored layout loads into any wanted one) from the newest valid
 // checkpoint in `dir` that also passes `check` on every rank; nullopt when there is none.
 // Warnings go to `warnings` (rank 0 only).
 std::optional<LoadedCheckpoint> load_latest(const std::string& dir, std::vector<NamedTensor>& into,

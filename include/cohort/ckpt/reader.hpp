@@ -26,6 +26,11 @@ class CheckpointReader {
   // Fills `out` with the entry's numel() elements of its dtype, in row-major order, from its
   // slices; with `verify`, each slice must match its checksum.
   void read(const TensorEntry& entry, void* out, bool verify);
+  // Fills `out` with the elements [offset, offset + count) of the entry (a part, as ZeRO's ranks
+  // hold them) from the slices that cover them. With `verify`, a slice only partly wanted is
+  // still read whole to match its checksum (one slice's bytes of scratch at a time).
+  void read_range(const TensorEntry& entry, std::int64_t offset, std::int64_t count, void* out,
+                  bool verify);
   // The opaque state the rank `rank` wrote (empty when no shard of that rank exists).
   std::string rank_state(int rank);
 

@@ -7,6 +7,7 @@
 // copy, in parallel. A tensor may be cut across ranks; a rank's part may span several tensors.
 // among_holders() does the same within each group of ranks that hold the same tensors.
 // overlaps() is the reverse, used by resharding: which stored slices cover a wanted range.
+// among_holdings() is the general case: some tensors held in parts by different ranks.
 // Pure: no torch, no I/O.
 #pragma once
 
@@ -22,6 +23,13 @@ struct TensorSpec {
   std::vector<std::int64_t> shape;
   std::int64_t element_bytes = 4;
   std::int64_t numel() const;
+};
+
+// What one rank holds of a tensor: the flat range [offset, offset + count).
+struct Holding {
+  int rank = 0;
+  std::int64_t offset = 0;
+  std::int64_t count = 0;
 };
 
 struct Slice {
@@ -41,6 +49,14 @@ class ShardPlan {
   // as balanced() does, and for a tensor without holders or a holder outside the world.
   static ShardPlan among_holders(std::vector<TensorSpec> tensors,
                                  const std::vector<std::vector<int>>& holders, int world);
+
+  // The general case: `holdings[i]` says which ranks hold which ranges of tensors[i]. Tensors
+  // that every holder holds whole are balanced among their holders as among_holders() does; a
+  // tensor held in parts (ZeRO's optimizer state) is cut where any holding starts or ends, and
+  // each piece is written by the first rank that holds it. Throws ConfigError as among_holders()
+  // does, for a range outside its tensor, and for elements that no rank holds.
+  static ShardPlan among_holdings(std::vector<TensorSpec> tensors,
+                                  const std::vector<std::vector<Holding>>& holdings, int world);
 
   int world() const { return world_; }
   const std::vector<TensorSpec>& tensors() const { return tensors_; }

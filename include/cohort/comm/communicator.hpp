@@ -11,6 +11,10 @@
 //    of a supported dtype, with matching shapes. With CommOptions::debug_check (or
 //    COHORT_COMM_DEBUG=1) the ranks also compare what they are calling, so that a mismatch is a
 //    clear CommError on every rank instead of a hang or silent corruption.
+//  - all_gather and reduce_scatter may run in place, as in NCCL: all_gather's input may be the
+//    output's own part (output.narrow(0, rank * n, n)), and reduce_scatter's output the input's
+//    own part; then this rank's part of the buffer is the operation's input or result (ZeRO
+//    shards its flat buffers this way, with no second buffer).
 //  - A watchdog thread watches every operation in flight. One that outlives its timeout is
 //    logged (operation, sequence number, step, the ranks it waits for), the flight recorder is
 //    dumped, and the job is aborted with exit code 76.

@@ -14,6 +14,12 @@
 namespace cohort::comm {
 namespace {
 
+// `part` is `whole`'s part number `rank` (in-place all_gather and reduce_scatter).
+bool own_part(const at::Tensor& whole, const at::Tensor& part, int rank) {
+  const auto* base = static_cast<const char*>(whole.data_ptr());
+  return part.data_ptr() == base + static_cast<std::ptrdiff_t>(rank) * part.nbytes();
+}
+
 int count_of(const at::Tensor& t, const char* op) {
   COHORT_CHECK(t.numel() <= INT_MAX, CommError, op, ": ", t.numel(),
                " elements exceed MPI's int count; split the tensor");
@@ -174,17 +180,14 @@ void MpiCommunicator::execute(const Call& call) {
       const at::Tensor& in = call.in;
       const MPI_Datatype type = mpi::datatype(in.scalar_type());
       const int n = count_of(in, "all_gather");
-      COHORT_MPI_CHECK(MPI_Allgather(in.data_ptr(), n, type, call.out.data_ptr(), n, type, comm_));
+      // In place: this rank's part of the output is the input already.
+      const void* send = own_part(call.out, in, rank()) ? MPI_IN_PLACE : in.data_ptr();
+      COHORT_MPI_CHECK(MPI_Allgather(send, n, type, call.out.data_ptr(), n, type, comm_));
       break;
     }
-    case OpKind::kReduceScatter: {
-      const at::Tensor& out = call.out;
-      COHORT_MPI_CHECK(MPI_Reduce_scatter_block(
-          call.in.data_ptr(), out.data_ptr(), count_of(out, "reduce_scatter"),
-          mpi::datatype(out.scalar_type()), mpi::reduce_op(call.op, out.scalar_type()), comm_));
-      if (call.op == ReduceOp::kAvg && size() > 1) out.div_(size());
+    case OpKind::kReduceScatter:
+      reduce_scatter(call);
       break;
-    }
     case OpKind::kBarrier:
       run_collective(
           options().low_cpu_wait, [&] { COHORT_MPI_CHECK(MPI_Barrier(comm_)); },
@@ -194,6 +197,23 @@ void MpiCommunicator::execute(const Call& call) {
     case OpKind::kRecv:
       break;  // posted by post_p2p
   }
+}
+
+// In place (the output is this rank's part of the input), MPI's MPI_IN_PLACE leaves the result
+// at the start of the buffer: it is moved to the rank's part, a copy of 1/size of the bytes.
+void MpiCommunicator::reduce_scatter(const Call& call) {
+  const at::Tensor& out = call.out;
+  const int n = count_of(out, "reduce_scatter");
+  const MPI_Datatype type = mpi::datatype(out.scalar_type());
+  const MPI_Op op = mpi::reduce_op(call.op, out.scalar_type());
+  if (own_part(call.in, out, rank())) {
+    COHORT_MPI_CHECK(MPI_Reduce_scatter_block(MPI_IN_PLACE, call.in.data_ptr(), n, type, op, comm_));
+    if (rank() != 0) out.copy_(call.in.narrow(0, 0, n));  // disjoint: the part is not the start
+  } else {
+    COHORT_MPI_CHECK(
+        MPI_Reduce_scatter_block(call.in.data_ptr(), out.data_ptr(), n, type, op, comm_));
+  }
+  if (call.op == ReduceOp::kAvg && size() > 1) out.div_(size());
 }
 
 std::vector<std::int64_t> MpiCommunicator::gather_fingerprints(

@@ -31,6 +31,7 @@ class MpiCommunicator final : public Communicator {
 
  private:
   void execute(const Call& call);
+  void reduce_scatter(const Call& call);
   WorkPtr post_p2p(const Call& call, std::function<void()> on_done);
 
   MPI_Comm comm_;

@@ -97,6 +97,40 @@ BOOST_DATA_TEST_CASE(broadcast_all_gather_reduce_scatter,
   BOOST_TEST(same(scattered, want), "reduce_scatter " << type << " n=" << m);
 }
 
+// In place, as ZeRO calls them: all_gather's input is this rank's part of the output, and
+// reduce_scatter's output this rank's part of the input; blocking and asynchronous.
+BOOST_DATA_TEST_CASE(all_gather_and_reduce_scatter_in_place,
+                     boost::unit_test::data::make(kTypes) * boost::unit_test::data::make(kSizes),
+                     type, n) {
+  auto comm = make();
+  const int size = comm->size();
+  const int rank = comm->rank();
+  const int64_t m = std::min<int64_t>(n, 1 << 20);
+  for (const bool async : {false, true}) {
+    at::Tensor gathered = at::full({size * m}, 99, at::TensorOptions(type));
+    gathered.narrow(0, rank * m, m).copy_(input(rank, m, type));
+    const at::Tensor own = gathered.narrow(0, rank * m, m);
+    if (async) {
+      comm->all_gather_async(gathered, own)->wait();
+    } else {
+      comm->all_gather(gathered, own);
+    }
+    for (int r = 0; r < size; ++r) {
+      BOOST_TEST(same(gathered.narrow(0, r * m, m), input(r, m, type)),
+                 "in-place all_gather " << type << " n=" << m << " part " << r);
+    }
+    at::Tensor whole = input(rank, size * m, type);
+    at::Tensor part = whole.narrow(0, rank * m, m);
+    if (async) {
+      comm->reduce_scatter_async(part, whole)->wait();
+    } else {
+      comm->reduce_scatter(part, whole);
+    }
+    const at::Tensor want = reference(size, size * m, type, ReduceOp::kSum).narrow(0, rank * m, m);
+    BOOST_TEST(same(part, want), "in-place reduce_scatter " << type << " n=" << m);
+  }
+}
+
 // CommOptions::low_cpu_wait: the same results, and a rank waiting for a late one sleeps instead of
 // spinning (thread CPU time well under the wall time it waited).
 BOOST_AUTO_TEST_CASE(low_cpu_wait_gives_the_same_results_without_spinning) {

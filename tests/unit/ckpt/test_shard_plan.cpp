@@ -114,4 +114,49 @@ BOOST_AUTO_TEST_CASE(tensors_go_to_their_holders_only) {
                     cohort::ConfigError);
 }
 
+// ZeRO: the optimizer state of fc0.weight (1536 elements) held in parts, 768 + 768 by ranks 0
+// and 1 of one data group, and again in three other parts by ranks 2, 3 (a tied copy cut
+// elsewhere); the rest whole. Every element written once, by a rank that holds it.
+BOOST_AUTO_TEST_CASE(tensors_held_in_parts_are_written_by_their_holders) {
+  using cohort::ckpt::Holding;
+  const auto tensors = model();
+  std::vector<std::vector<Holding>> holdings(tensors.size());
+  holdings[0] = {{0, 0, 768}, {1, 768, 768}, {2, 0, 500}, {3, 500, 1036}};
+  holdings[1] = {{1, 0, 64}, {0, 0, 0}};  // an empty part: holds nothing
+  for (std::size_t t = 2; t < tensors.size(); ++t) {
+    for (int r = 0; r < 4; ++r) holdings[t].push_back({r, 0, tensors[t].numel()});
+  }
+  const auto plan = ShardPlan::among_holdings(tensors, holdings, 4);
+  check_exact_cover(plan);
+  for (const auto& s : plan.slices()) {
+    const bool held = std::any_of(holdings[s.tensor].begin(), holdings[s.tensor].end(),
+                                  [&](const Holding& h) {
+                                    return h.rank == s.rank && h.offset <= s.offset &&
+                                           s.offset + s.count <= h.offset + h.count;
+                                  });
+    BOOST_TEST(held, "slice of tensor " << s.tensor << " at " << s.offset << " by " << s.rank);
+  }
+  // The first holder writes a piece: ranks 0 and 1 write fc0.weight, 2 and 3 none of it.
+  for (const auto& s : plan.slices()) {
+    if (s.tensor == 0) BOOST_TEST((s.rank == 0 || s.rank == 1));
+    if (s.tensor == 1) BOOST_TEST(s.rank == 1);
+  }
+  // Whole-held tensors are still balanced among their holders.
+  std::set<int> writers;
+  for (const auto& s : plan.slices()) {
+    if (s.tensor >= 2) writers.insert(s.rank);
+  }
+  BOOST_TEST(writers.size() > 1);
+  // Elements nobody holds, and a part outside its tensor, are refused.
+  auto gap = holdings;
+  gap[0] = {{0, 0, 768}, {1, 769, 767}};
+  BOOST_CHECK_THROW(ShardPlan::among_holdings(tensors, gap, 4), cohort::ConfigError);
+  auto outside = holdings;
+  outside[1] = {{0, 0, 64}, {1, 60, 8}};
+  BOOST_CHECK_THROW(ShardPlan::among_holdings(tensors, outside, 4), cohort::ConfigError);
+  auto stranger = holdings;
+  stranger[1] = {{4, 0, 64}};
+  BOOST_CHECK_THROW(ShardPlan::among_holdings(tensors, stranger, 4), cohort::ConfigError);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
