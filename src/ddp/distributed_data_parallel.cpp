@@ -11,62 +11,9 @@
 #include <chrono>
 
 #include "cohort/error.hpp"
+#include "ddp/ddp_state.hpp"
 
 namespace cohort::ddp {
-
-struct DistributedDataParallel::State {
-  comm::Communicator* comm = nullptr;
-  DdpOptions options;
-  std::vector<std::string> names;   // registration order
-  std::vector<at::Tensor> params;   // registration order
-  std::vector<at::Tensor> buffers;  // module buffers (BatchNorm statistics...)
-  std::vector<BucketSpec> plan;
-  std::vector<at::Tensor> flat;  // one per bucket
-  std::vector<at::Tensor> wire;  // compressed copies, when compressing
-  std::vector<int> bucket_of;    // param index -> bucket, -1 when frozen
-  std::vector<std::int64_t> offset_of;
-  std::vector<int> pending;
-  std::vector<bool> ready;
-  std::vector<comm::WorkPtr> works;
-  std::size_t next_launch = 0;
-  bool sync = true;
-  bool active = true;
-  DdpStepStats stats;
-  // Keeps gradient accumulators alive (a variable holds them weakly) and the hooks removable.
-  std::vector<std::pair<std::shared_ptr<torch::autograd::Node>, std::uintptr_t>> hooks;
-
-  std::vector<at::Tensor> slots;  // per parameter: its gradient's place in the bucket
-  at::Tensor scale;               // 1 / world size, as a 0-dim tensor
-  bool lone = false;            // a communicator of one rank: plain gradients, no buckets, no hooks
-  bool slots_consumed = false;  // a finish_step happened since the last backward
-
-  // The gradient slot of parameter p: a tensor over the bucket's storage. Not an autograd view
-  // (which narrow().view() would be), because LibTorch's Optimizer::zero_grad() calls detach_()
-  // on gradients, and that refuses views; zero_() then clears the bucket in place. The slot has
-  // the parameter's strides when those are dense (a channels-last weight, say), as autograd
-  // lays the gradient out like the parameter: absorbing it is then a straight copy.
-  at::Tensor make_slot(std::size_t p) const {
-    const at::Tensor& param = params[p];
-    const at::Tensor& bucket = flat[static_cast<std::size_t>(bucket_of[p])];
-    at::Tensor slot = at::empty({0}, bucket.options());
-    const c10::DimVector strides = param.is_non_overlapping_and_dense()
-                                       ? c10::DimVector(param.strides())
-                                       : c10::contiguous_strides(param.sizes());
-    slot.set_(bucket.storage(), bucket.storage_offset() + offset_of[p], param.sizes(), strides);
-    return slot;
-  }
-  void absorb(std::size_t p);
-  // Every bucket waits for all of its parameters again; nothing launched yet.
-  void arm() {
-    for (std::size_t b = 0; b < plan.size(); ++b)
-      pending[b] = static_cast<int>(plan[b].params.size());
-    std::fill(ready.begin(), ready.end(), false);
-    next_launch = 0;
-  }
-  void mark_ready(std::size_t p);
-  void launch_ready();      // from hooks: only when overlapping
-  void launch_all_ready();  // in bucket order, as far as buckets are complete
-};
 
 namespace {
 
@@ -75,6 +22,24 @@ at::ScalarType wire_type(Compression c) {
 }
 
 }  // namespace
+
+at::Tensor DistributedDataParallel::State::make_slot(std::size_t p, const at::Tensor& bucket) const {
+  const at::Tensor& param = params[p];
+  at::Tensor slot = at::empty({0}, bucket.options());
+  const c10::DimVector strides = param.is_non_overlapping_and_dense()
+                                     ? c10::DimVector(param.strides())
+                                     : c10::contiguous_strides(param.sizes());
+  slot.set_(bucket.storage(), bucket.storage_offset() + offset_of[p], param.sizes(), strides);
+  return slot;
+}
+
+void DistributedDataParallel::State::arm() {
+  for (std::size_t b = 0; b < plan.size(); ++b) {
+    pending[b] = static_cast<int>(plan[b].params.size());
+  }
+  std::fill(ready.begin(), ready.end(), false);
+  next_launch = 0;
+}
 
 // Moves parameter p's gradient into its slot, pre-divided by the world size, so that the bucket
 // is summed rather than averaged. A gradient that autograd stole into a fresh tensor (grads are
@@ -92,31 +57,47 @@ void DistributedDataParallel::State::absorb(std::size_t p) {
   } else {
     slot.zero_();
   }
-  params[p].mutable_grad() = slot;
+  // ZeRO 2 keeps no whole gradient: the bucket is all there is until its reduce-scatter.
+  params[p].mutable_grad() = options.zero == 2 ? at::Tensor() : slot;
 }
 
 void DistributedDataParallel::State::mark_ready(std::size_t p) {
-  if (!active || !sync || bucket_of[p] < 0 || ready[p]) return;
+  if (!active || bucket_of[p] < 0 || ready[p]) return;
+  if (!sync && options.zero < 2) return;  // accumulating locally (ZeRO 2 reduces every backward)
+  const auto b = static_cast<std::size_t>(bucket_of[p]);
+  if (options.zero == 2) take_bucket(b);
   absorb(p);
   ready[p] = true;
-  --pending[static_cast<std::size_t>(bucket_of[p])];
+  --pending[b];
   launch_ready();
 }
 
 void DistributedDataParallel::State::launch_ready() {
-  if (!options.overlap) return;
+  if (!options.overlap && options.zero < 2) return;
   launch_all_ready();
 }
 
 void DistributedDataParallel::State::launch_all_ready() {
-  while (next_launch < plan.size() && pending[next_launch] == 0) {
-    at::Tensor& buffer =
-        options.compression == Compression::kNone ? flat[next_launch] : wire[next_launch];
-    // Gradients were pre-divided by absorb(): the buckets are summed.
-    if (options.compression != Compression::kNone) buffer.copy_(flat[next_launch]);
-    works[next_launch] = comm->all_reduce_async(buffer);
-    ++next_launch;
+  while (next_launch < plan.size() && pending[next_launch] == 0) launch(next_launch++);
+  // ZeRO 2: a backward's round is over once every bucket is sent; the next backward (another
+  // micro-batch) starts a new one.
+  if (options.zero == 2 && next_launch == plan.size()) arm();
+}
+
+// Gradients were pre-divided by absorb(): the buckets are summed.
+void DistributedDataParallel::State::launch(std::size_t b) {
+  if (options.zero == 0) {
+    at::Tensor& buffer = options.compression == Compression::kNone ? flat[b] : wire[b];
+    if (options.compression != Compression::kNone) buffer.copy_(flat[b]);
+    works[b] = comm->all_reduce_async(buffer);
+    return;
   }
+  at::Tensor part = own_part(flat[b], b);
+  works[b] = comm->reduce_scatter_async(part, flat[b]);  // in place: this rank's part is the result
+  if (options.zero < 2) return;
+  in_flight.push_back(b);
+  const std::size_t keep = options.overlap ? static_cast<std::size_t>(kZeroBucketsInFlight) : 0;
+  while (in_flight.size() > keep) retire(in_flight.front());
 }
 
 DistributedDataParallel::DistributedDataParallel(torch::nn::Module& module,
@@ -125,6 +106,10 @@ DistributedDataParallel::DistributedDataParallel(torch::nn::Module& module,
   State& s = *state_;
   s.comm = &comm;
   s.options = options;
+  COHORT_CHECK(options.zero >= 0 && options.zero <= 2, ConfigError, "DDP: ZeRO stage ",
+               options.zero, " is not 0, 1 or 2");
+  COHORT_CHECK(options.zero == 0 || options.compression == Compression::kNone, ConfigError,
+               "DDP: gradient compression does not combine with ZeRO");
   std::vector<ParamInfo> info;
   for (const auto& item : module.named_parameters(/*recurse=*/true)) {
     s.names.push_back(item.key());
@@ -137,49 +122,71 @@ DistributedDataParallel::DistributedDataParallel(torch::nn::Module& module,
   for (const auto& buffer : module.buffers(/*recurse=*/true)) s.buffers.push_back(buffer);
   if (comm.size() == 1) {
     s.lone = true;  // nothing to agree with: copying gradients into buckets would be pure cost
+    if (options.zero > 0) s.make_pieces();
     return;
   }
-  {
-    at::NoGradGuard no_grad;  // parameters are leaves that require grad: copy into them silently
-    for (auto& p : s.params) {
-      if (p.is_contiguous()) {
-        comm.broadcast(p, 0);
-      } else {  // a dense layout such as channels-last: collectives take contiguous tensors
-        at::Tensor copy = p.contiguous();
-        comm.broadcast(copy, 0);
-        p.copy_(copy);
-      }
-    }
-    for (auto& b : s.buffers) comm.broadcast(b, 0);
-  }
+  broadcast_state(s);
   s.plan = plan_buckets(info, options.bucket_bytes, options.first_bucket_bytes);
+  if (options.zero > 0) s.pad_buckets();
   s.bucket_of.assign(s.params.size(), -1);
   s.offset_of.assign(s.params.size(), 0);
   for (std::size_t b = 0; b < s.plan.size(); ++b) {
     const BucketSpec& spec = s.plan[b];
-    s.flat.push_back(at::zeros({spec.numel}, s.params[spec.params.front()].options()));
-    if (options.compression != Compression::kNone) {
-      COHORT_CHECK(spec.dtype == at::kFloat, ConfigError,
-                   "DDP: compression needs float32 gradients, bucket ", b, " is ", spec.dtype);
-      s.wire.push_back(
-          at::empty({spec.numel}, s.flat.back().options().dtype(wire_type(options.compression))));
-    }
     for (std::size_t i = 0; i < spec.params.size(); ++i) {
       s.bucket_of[spec.params[i]] = static_cast<int>(b);
       s.offset_of[spec.params[i]] = spec.offsets[i];
     }
   }
+  if (options.zero > 0) s.flatten_parameters();
+  make_buckets(s);
   s.scale = at::scalar_tensor(1.0 / comm.size(), at::TensorOptions().dtype(at::kDouble));
-  s.slots.resize(s.params.size());
-  for (std::size_t p = 0; p < s.params.size(); ++p) {
-    if (s.bucket_of[p] >= 0) s.slots[p] = s.make_slot(p);
-  }
   s.works.resize(s.plan.size());
   s.pending.assign(s.plan.size(), 0);
   s.ready.assign(s.params.size(), false);
+  if (options.zero > 0) s.make_pieces();
+  install_hooks();
+  begin_step();
+}
+
+// Every rank starts from rank 0's parameters and buffers.
+void DistributedDataParallel::broadcast_state(State& s) {
+  at::NoGradGuard no_grad;  // parameters are leaves that require grad: copy into them silently
+  for (auto& p : s.params) {
+    if (p.is_contiguous()) {
+      s.comm->broadcast(p, 0);
+    } else {  // a dense layout such as channels-last: collectives take contiguous tensors
+      at::Tensor copy = p.contiguous();
+      s.comm->broadcast(copy, 0);
+      p.copy_(copy);
+    }
+  }
+  for (auto& b : s.buffers) s.comm->broadcast(b, 0);
+}
+
+// The gradient buckets and each parameter's slot in them (ZeRO 2: made per step, on demand).
+void DistributedDataParallel::make_buckets(State& s) {
+  s.slots.resize(s.params.size());
+  s.flat.resize(s.plan.size());
+  for (std::size_t b = 0; b < s.plan.size(); ++b) {
+    const BucketSpec& spec = s.plan[b];
+    const auto options = s.params[spec.params.front()].options();
+    if (s.options.zero == 2) continue;
+    s.flat[b] = at::zeros({spec.numel}, options);
+    if (s.options.compression != Compression::kNone) {
+      COHORT_CHECK(spec.dtype == at::kFloat, ConfigError,
+                   "DDP: compression needs float32 gradients, bucket ", b, " is ", spec.dtype);
+      s.wire.push_back(
+          at::empty({spec.numel}, options.dtype(wire_type(s.options.compression))));
+    }
+    for (const auto p : spec.params) s.slots[p] = s.make_slot(p, s.flat[b]);
+  }
+}
+
+void DistributedDataParallel::install_hooks() {
+  State& s = *state_;
   for (std::size_t p = 0; p < s.params.size(); ++p) {
     if (s.bucket_of[p] < 0) continue;
-    s.params[p].mutable_grad() = s.slots[p];
+    if (s.slots[p].defined()) s.params[p].mutable_grad() = s.slots[p];
     auto accumulator = torch::autograd::impl::grad_accumulator(s.params[p]);
     std::weak_ptr<State> weak = state_;
     const auto key =
@@ -191,7 +198,6 @@ DistributedDataParallel::DistributedDataParallel(torch::nn::Module& module,
             }));
     s.hooks.emplace_back(std::move(accumulator), key);
   }
-  begin_step();
 }
 
 DistributedDataParallel::~DistributedDataParallel() {
@@ -217,7 +223,8 @@ void DistributedDataParallel::begin_step() {
   }
   // After a finished step, release the gradients: autograd then hands each new gradient over
   // without accumulating it into a zeroed slot, and absorb() writes it into the slot once. Between
-  // no_sync micro-steps gradients are kept, so that they accumulate.
+  // no_sync micro-steps gradients are kept, so that they accumulate. (ZeRO 2 keeps none: its
+  // shards start over instead.)
   if (s.slots_consumed) {
     for (std::size_t p = 0; p < s.params.size(); ++p) {
       if (s.bucket_of[p] >= 0 && s.params[p].grad().defined() &&
@@ -225,6 +232,7 @@ void DistributedDataParallel::begin_step() {
         s.params[p].mutable_grad() = at::Tensor();
       }
     }
+    std::fill(s.shard_fresh.begin(), s.shard_fresh.end(), true);
     s.slots_consumed = false;
   }
   if (!s.sync) return;  // accumulating: the readiness of the synced step is armed later
@@ -233,14 +241,42 @@ void DistributedDataParallel::begin_step() {
 
 void DistributedDataParallel::finish_step() {
   State& s = *state_;
-  if (!s.sync) return;
-  s.stats = DdpStepStats{};
+  if (!s.sync && s.options.zero < 2) return;
+  if (s.sync) s.stats = DdpStepStats{};
   if (s.lone) {
-    s.slots_consumed = true;
+    s.slots_consumed = s.sync;
     return;
   }
   s.stats.buckets_launched_in_backward = static_cast<int>(s.next_launch);
-  if (std::any_of(s.pending.begin(), s.pending.end(), [](int n) { return n > 0; })) {
+  complete_round();
+  const auto start = std::chrono::steady_clock::now();
+  if (s.options.zero == 2) {
+    s.retire_all();
+  } else {
+    for (std::size_t b = 0; b < s.plan.size(); ++b) {
+      s.works[b]->wait();
+      s.works[b].reset();
+      const at::Tensor& sent = s.options.compression == Compression::kNone ? s.flat[b] : s.wire[b];
+      s.stats.bytes_reduced += sent.numel() * static_cast<std::int64_t>(sent.element_size());
+      if (s.options.compression != Compression::kNone) s.flat[b].copy_(s.wire[b]);
+    }
+  }
+  s.stats.finish_wait_ms +=
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  if (!s.sync) return;  // ZeRO 2 accumulating: its shards go on summing
+  // Arm the next step, so that a caller that skips begin_step() still gets correct hooks.
+  s.arm();
+  s.slots_consumed = true;
+}
+
+// After backward: parameters that got no gradient are an error naming them, or (with
+// find_unused_parameters) contribute zeros; then every bucket left is launched.
+void DistributedDataParallel::complete_round() {
+  State& s = *state_;
+  // ZeRO 2 re-arms after each backward's last bucket: nothing pending then is nothing missing.
+  const bool started = s.options.zero < 2 || s.next_launch > 0 ||
+                       std::any_of(s.ready.begin(), s.ready.end(), [](bool r) { return r; });
+  if (started && std::any_of(s.pending.begin(), s.pending.end(), [](int n) { return n > 0; })) {
     std::vector<std::string> missing;
     for (std::size_t p = 0; p < s.params.size(); ++p) {
       if (s.bucket_of[p] >= 0 && !s.ready[p]) missing.push_back(s.names[p]);
@@ -256,26 +292,15 @@ void DistributedDataParallel::finish_step() {
     }
     for (std::size_t p = 0; p < s.params.size(); ++p) {
       if (s.bucket_of[p] >= 0 && !s.ready[p]) {
+        const auto b = static_cast<std::size_t>(s.bucket_of[p]);
+        if (s.options.zero == 2) s.take_bucket(b);
         s.absorb(p);  // zeros, or what earlier no_sync steps accumulated
         s.ready[p] = true;
-        --s.pending[static_cast<std::size_t>(s.bucket_of[p])];
+        --s.pending[b];
       }
     }
   }
-  s.launch_all_ready();
-  const auto start = std::chrono::steady_clock::now();
-  for (std::size_t b = 0; b < s.plan.size(); ++b) {
-    s.works[b]->wait();
-    s.works[b].reset();
-    const at::Tensor& sent = s.options.compression == Compression::kNone ? s.flat[b] : s.wire[b];
-    s.stats.bytes_reduced += sent.numel() * static_cast<std::int64_t>(sent.element_size());
-    if (s.options.compression != Compression::kNone) s.flat[b].copy_(s.wire[b]);
-  }
-  s.stats.finish_wait_ms =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-  // Arm the next step, so that a caller that skips begin_step() still gets correct hooks.
-  s.arm();
-  s.slots_consumed = true;
+  if (started) s.launch_all_ready();
 }
 
 DistributedDataParallel::NoSync::NoSync(DistributedDataParallel& ddp)
@@ -287,6 +312,8 @@ DistributedDataParallel::NoSync::~NoSync() { ddp_.state_->sync = previous_; }
 
 const std::vector<BucketSpec>& DistributedDataParallel::buckets() const { return state_->plan; }
 const DdpStepStats& DistributedDataParallel::last_step() const { return state_->stats; }
+const std::vector<ShardPiece>& DistributedDataParallel::shard() const { return state_->pieces; }
+void DistributedDataParallel::gather_parameters() { state_->gather_parameters(); }
 
 void zero_grad_in_place(const std::vector<at::Tensor>& params) {
   for (const auto& p : params) {

@@ -148,40 +148,55 @@ std::vector<ckpt::NamedTensor> TrainCheckpoints::tensors(bool create_optimizer_s
     out.push_back({"model." + saved_name(p.key()), p.value()});
   }
   for (const auto& b : model_.named_buffers()) out.push_back({"model." + b.key(), b.value()});
+  if (!parts_.empty()) {
+    for (const auto& part : parts_) add_optimizer_state(part, false, create_optimizer_state, out);
+    return out;
+  }
+  for (const auto& p : model_.named_parameters()) {
+    if (!p.value().requires_grad()) continue;  // frozen (model.freeze): not in the optimizer
+    add_optimizer_state({p.key(), p.value(), 0, p.value().sizes().vec()}, true,
+                        create_optimizer_state, out);
+  }
+  return out;
+}
+
+// One optimized tensor's state (a whole parameter's, or a ZeRO part of it), as named tensors.
+void TrainCheckpoints::add_optimizer_state(const OptimizedPart& part, bool whole, bool create,
+                                           std::vector<ckpt::NamedTensor>& out) {
   const bool adamw = optim_.name == Optimizer::kAdamw;
   const bool momentum = optim_.momentum != 0;
   auto& state = optimizer_.state();
-  for (const auto& p : model_.named_parameters()) {
-    if (!p.value().requires_grad()) continue;  // frozen (model.freeze): not in the optimizer
-    const std::string name = "optim." + saved_name(p.key());
-    const auto key = key_of(p.value());
-    if (create_optimizer_state && state.find(key) == state.end() && (adamw || momentum)) {
-      if (adamw) {
-        auto s = std::make_unique<torch::optim::AdamWParamState>();
-        s->exp_avg(at::zeros_like(p.value())).exp_avg_sq(at::zeros_like(p.value()));
-        state[key] = std::move(s);
-      } else {
-        auto s = std::make_unique<torch::optim::SGDParamState>();
-        s->momentum_buffer(at::zeros_like(p.value()));
-        state[key] = std::move(s);
-      }
-    }
-    const auto it = state.find(key);
-    if (it == state.end()) continue;
+  const std::string name = "optim." + saved_name(part.parameter);
+  const at::Tensor& value = part.value;
+  const auto key = key_of(value);
+  if (create && state.find(key) == state.end() && (adamw || momentum)) {
     if (adamw) {
-      auto& s = static_cast<torch::optim::AdamWParamState&>(*it->second);
-      out.push_back({name + ".exp_avg", s.exp_avg()});
-      out.push_back({name + ".exp_avg_sq", s.exp_avg_sq()});
-      // AdamW counts steps per parameter in a plain integer: carried in a tensor, written back
-      // by restore_adamw_steps() after a load.
-      adamw_steps_.emplace_back(&s, at::tensor({s.step()}, at::kLong));
-      out.push_back({name + ".step", adamw_steps_.back().second});
+      auto s = std::make_unique<torch::optim::AdamWParamState>();
+      s->exp_avg(at::zeros_like(value)).exp_avg_sq(at::zeros_like(value));
+      state[key] = std::move(s);
     } else {
-      out.push_back({name + ".momentum_buffer",
-                     static_cast<torch::optim::SGDParamState&>(*it->second).momentum_buffer()});
+      auto s = std::make_unique<torch::optim::SGDParamState>();
+      s->momentum_buffer(at::zeros_like(value));
+      state[key] = std::move(s);
     }
   }
-  return out;
+  const auto it = state.find(key);
+  if (it == state.end()) return;
+  std::optional<ckpt::TensorPart> held;
+  if (!whole) held = ckpt::TensorPart{part.shape, part.offset};
+  if (adamw) {
+    auto& s = static_cast<torch::optim::AdamWParamState&>(*it->second);
+    out.push_back({name + ".exp_avg", s.exp_avg(), held});
+    out.push_back({name + ".exp_avg_sq", s.exp_avg_sq(), held});
+    // AdamW counts steps per parameter in a plain integer: carried in a tensor, written back
+    // by restore_adamw_steps() after a load. Every part of a parameter has the same count.
+    adamw_steps_.emplace_back(&s, at::tensor({s.step()}, at::kLong));
+    out.push_back({name + ".step", adamw_steps_.back().second});
+  } else {
+    out.push_back({name + ".momentum_buffer",
+                   static_cast<torch::optim::SGDParamState&>(*it->second).momentum_buffer(),
+                   held});
+  }
 }
 
 std::optional<ResumePoint> TrainCheckpoints::resume(std::int64_t batch_size, std::FILE* progress) {

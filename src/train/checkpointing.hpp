@@ -47,6 +47,15 @@ class MpiSession;
 
 namespace cohort::train {
 
+// What the optimizer steps when it is not the model's parameters (ZeRO's shard pieces): the
+// elements [offset, offset + numel) of parameter `parameter`, of shape `shape`.
+struct OptimizedPart {
+  std::string parameter;
+  at::Tensor value;
+  std::int64_t offset = 0;
+  std::vector<std::int64_t> shape;
+};
+
 struct ResumePoint {
   std::int64_t step = 0;
   data::LoaderState loader;
@@ -85,11 +94,16 @@ class TrainCheckpoints {
   // rank's part `tensor_rank` of `tensor` and are saved as "<name>.tp<r>of<t>" (their parts
   // differ between tensor ranks), which only a run with the same parallel.tensor can load.
   void set_layout(int data, int tensor_rank, int tensor, std::set<std::string> split);
+  // ZeRO: the optimizer steps these parts; their state is saved as parts of the parameters'
+  // optim.* tensors (any other layout, ZeRO or not, loads them).
+  void set_optimized(std::vector<OptimizedPart> parts) { parts_ = std::move(parts); }
   // True while an asynchronous save (or a retention pass) is still running.
   bool in_flight() const { return writing_.load(std::memory_order_acquire); }
 
  private:
   std::vector<ckpt::NamedTensor> tensors(bool create_optimizer_state);
+  void add_optimizer_state(const OptimizedPart& part, bool whole, bool create,
+                           std::vector<ckpt::NamedTensor>& out);
   std::string saved_name(const std::string& parameter) const;
   void check_tensor_split() const;
   void apply_retention();
@@ -115,6 +129,7 @@ class TrainCheckpoints {
   int data_ = 0;  // data-parallel replicas (0: every rank is one)
   int tensor_rank_ = 0, tensor_ = 1;
   std::set<std::string> split_;
+  std::vector<OptimizedPart> parts_;  // empty: the model's trainable parameters, whole
   OnCommitted on_committed_;
 };
 

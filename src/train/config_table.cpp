@@ -156,6 +156,10 @@ const std::vector<KeySpec>& config_table() {
        1073741824},
       {COHORT_KEY(parallel, overlap), K::kBool, "false",
        "all-reduce buckets during backward (pays with spare cores or a GPU)"},
+      {COHORT_KEY(parallel, zero), K::kInt, "0",
+       "ZeRO over the data-parallel group: 1 shards the optimizer state, 2 also the gradients "
+       "(0: every rank holds all)",
+       "", 0, 2},
       {COHORT_KEY(parallel, pipeline_stages), K::kInt, "1",
        "pipeline stages p: the model's blocks split over p ranks (world = data x p x tensor)", "",
        1, 65536},

@@ -77,7 +77,25 @@ void Parallelism::attach(std::shared_ptr<Model> model, const at::Tensor& sample,
     model_.reset();  // the blocks of other stages go; the stage holds its own
   }
   sort_parameters();
+  ddp.zero = static_cast<int>(options_.zero);
+  // The tied copies' gradients are summed across stages after the step; a shard cut differently
+  // on the two stages cannot be.
+  COHORT_CHECK(ddp.zero == 0 || shared_parameters_.empty(), ConfigError,
+               "parallel.zero: model ", model_name_,
+               " shares parameters between its first and last pipeline stage (a tied "
+               "embedding); ZeRO does not shard those yet: set parallel.zero = 0 or "
+               "parallel.pipeline_stages = 1");
   ddp_ = std::make_unique<ddp::DistributedDataParallel>(trained(), data_group(), ddp);
+}
+
+std::vector<std::pair<std::string, at::Tensor>> Parallelism::optimized() {
+  std::vector<std::pair<std::string, at::Tensor>> out;
+  if (sharded()) {
+    for (const auto& piece : ddp_->shard()) out.emplace_back(piece.name, piece.value);
+    return out;
+  }
+  for (const auto& p : trained().named_parameters()) out.emplace_back(p.key(), p.value());
+  return out;
 }
 
 // Partitions the model's blocks, keeps this rank's stage, places it on `devices` and (pipelined)
@@ -236,14 +254,27 @@ nlohmann::json Parallelism::pipeline_report(comm::Communicator& control) const {
 }
 
 double Parallelism::grad_norm_squared(comm::Communicator& control) {
+  const auto square = [](const at::Tensor& grad) {
+    return grad.defined() ? grad.to(at::kDouble).pow(2).sum().item<double>() : 0.0;
+  };
   double squared = 0;
-  for (const auto& p : norm_parameters_) {
-    if (p.grad().defined()) squared += p.grad().to(at::kDouble).pow(2).sum().item<double>();
+  if (sharded()) {  // each element of the data group's gradients on exactly one rank
+    std::set<const c10::TensorImpl*> counted;
+    for (const auto& p : norm_parameters_) counted.insert(p.unsafeGetTensorImpl());
+    const auto params = trained().parameters();  // the order DDP numbers them in
+    for (const auto& piece : ddp_->shard()) {
+      if (counted.count(params[piece.param].unsafeGetTensorImpl())) {
+        squared += square(piece.value.grad());
+      }
+    }
+  } else {
+    for (const auto& p : norm_parameters_) squared += square(p.grad());
   }
   at::Tensor total = at::zeros({1}, at::kDouble);
   total[0] = squared;
   control.all_reduce(total);
-  return total.item<double>() / layout_.data();  // every data-parallel replica counted it
+  // Replicated gradients were counted by every data-parallel replica; shards once.
+  return total.item<double>() / (sharded() ? 1 : layout_.data());
 }
 
 }  // namespace cohort::train

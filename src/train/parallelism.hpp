@@ -23,6 +23,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cohort/comm/communicator.hpp"
@@ -65,6 +66,10 @@ class Parallelism {
   // model runs whole on one device: ConfigError at attach() otherwise).
   at::Tensor forward(const data::Batch& batch);
   ddp::DistributedDataParallel& ddp() { return *ddp_; }
+  // What the optimizer steps, by parameter name: the trained module's parameters, or with ZeRO
+  // (parallel.zero) this rank's shard pieces (ddp().shard()).
+  bool sharded() const { return options_.zero > 0; }
+  std::vector<std::pair<std::string, at::Tensor>> optimized();
 
   // Pipelined: one step over `batch`, split into parallel.micro_batches; `forward` runs the
   // stage (the caller adds autocast), `loss` maps logits and targets to a mean loss. Returns the
@@ -82,7 +87,8 @@ class Parallelism {
   nlohmann::json pipeline_report(comm::Communicator& control) const;
 
   // The global squared L2 norm of the gradients, over every stage and tensor part, each
-  // parameter counted once; collective over `control` (the world).
+  // parameter counted once (with ZeRO each rank sums its shard pieces); collective over
+  // `control` (the world).
   double grad_norm_squared(comm::Communicator& control);
 
  private:

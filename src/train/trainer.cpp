@@ -97,8 +97,13 @@ void Trainer::Impl::setup() {
   make_loader();
   keep_run_module(config, session.rank());
   build_model(loader->info());
-  const auto groups =
-      group_parameters(named_parameters(parallel->trained()), config.optim.lr_scale, false);
+  const auto groups = group_parameters(parallel->optimized(), config.optim.lr_scale, false);
+  for (const auto& group : groups.params) {
+    for (const auto& p : group) facts.trained_here += p.numel();
+  }
+  for (const auto& p : parallel->trained().parameters()) {
+    if (p.requires_grad()) facts.trained_stage += p.numel();
+  }
   lr_scales = groups.lr_scales;
   optimizer = make_optimizer(config.optim, groups);
   plan_run();
@@ -108,6 +113,15 @@ void Trainer::Impl::setup() {
   const auto split = pipeline::split_parameter_names(parallel->trained());
   checkpoints->set_layout(parallel->layout().data(), parallel->coords().tensor,
                           parallel->layout().tensor(), {split.begin(), split.end()});
+  if (parallel->sharded()) {
+    const auto params = parallel->trained().parameters();
+    std::vector<OptimizedPart> parts;
+    for (const auto& piece : parallel->ddp().shard()) {
+      parts.push_back(
+          {piece.name, piece.value, piece.offset, params[piece.param].sizes().vec()});
+    }
+    checkpoints->set_optimized(std::move(parts));
+  }
   preemption = std::make_unique<Preemption>(config.slurm, *control);
 }
 

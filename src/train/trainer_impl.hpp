@@ -60,6 +60,8 @@ struct ModelFacts {
   double flops_per_sample = 0;         // the whole model's
   std::int64_t parameters = 0;         // the whole model's
   std::int64_t tokens_per_sample = 0;  // token models: seq_len
+  std::int64_t trained_here = 0;       // parameters this rank's optimizer steps (ZeRO: its shard)
+  std::int64_t trained_stage = 0;      // of the trainable parameters of this rank's stage/part
 };
 
 // Where the training loop is, and whether (and why) it stops.

@@ -36,6 +36,16 @@ void Trainer::Impl::print_banner() const {
                  to_string(config.parallel.schedule).c_str(),
                  static_cast<long long>(config.parallel.micro_batches));
   }
+  if (parallel->sharded()) {
+    std::fprintf(progress,
+                 "zero %lld over %d data-parallel rank(s): this rank steps %lld of the %lld "
+                 "trained parameters of its part of the model (optimizer state%s held for those "
+                 "only)\n",
+                 static_cast<long long>(config.parallel.zero), layout.data(),
+                 static_cast<long long>(facts.trained_here),
+                 static_cast<long long>(facts.trained_stage),
+                 config.parallel.zero >= 2 ? " and gradients" : "");
+  }
 }
 
 TrainSummary Trainer::Impl::run() {

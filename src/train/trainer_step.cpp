@@ -27,12 +27,15 @@ double Trainer::Impl::grad_norm(std::int64_t index) {
   const double clip = settings.clip_norm;
   const std::int64_t grad_norm_every = settings.grad_norm_every;
   const auto& layout = parallel->layout();
-  if (layout.stages() > 1 || layout.tensor() > 1) {  // every stage and tensor part holds a share
+  // Every stage, tensor part and ZeRO shard holds a share.
+  if (layout.stages() > 1 || layout.tensor() > 1 || parallel->sharded()) {
     if (clip <= 0 &&
         (!monitor->enabled() || grad_norm_every <= 0 || (index + 1) % grad_norm_every != 0)) {
       return std::numeric_limits<double>::quiet_NaN();
     }
-    return clip_grad_norm(parallel->trained().parameters(), clip,
+    std::vector<at::Tensor> optimized;
+    for (const auto& named : parallel->optimized()) optimized.push_back(named.second);
+    return clip_grad_norm(optimized, clip,
                           [this](double) { return parallel->grad_norm_squared(*control); });
   }
   if (clip > 0) return clip_grad_norm(parallel->trained().parameters(), clip);
@@ -87,6 +90,8 @@ double Trainer::Impl::step(const std::vector<data::Batch>& micro, std::int64_t i
   timer.lap(Phase::kCheckpoint);
   optimizer->step();
   timer.lap(Phase::kOptimizer);
+  parallel->ddp().gather_parameters();  // ZeRO: every shard's update to every rank
+  timer.lap(Phase::kComm);
   // Only the ranks that compute the loss count it (pipeline: the last stage; tensor: index 0).
   at::Tensor mean = at::tensor({parallel->scores() ? local : 0.0}, at::kDouble);
   control->all_reduce(mean);

@@ -21,6 +21,20 @@
 // so steps never accumulate into each other).
 // Inside a no_sync() scope the hooks do nothing and finish_step() returns at once: gradients
 // accumulate locally and the next synchronised step reduces their sum.
+//
+// ZeRO (DdpOptions::zero, over this communicator: the data-parallel group). Each bucket is padded
+// to a multiple of the group size and cut into equal parts, part r being rank r's shard; the
+// parameters themselves move into one flat buffer per bucket (their storage, same layout as the
+// gradient bucket). shard() lists this rank's pieces (a parameter's elements inside the shard):
+// the optimizer steps those instead of the parameters, so that its state exists for 1/N of them.
+//  - Stage 1: a finished bucket is reduce-scattered in place instead of all-reduced (the same
+//    bytes); a piece's gradient is its part of the bucket. Accumulation as above.
+//  - Stage 2: also the gradients: a bucket's buffer exists only from its first gradient until its
+//    reduce-scatter is done (at most kZeroBucketsInFlight after it are in flight), when this
+//    rank's part is added into a persistent shard of 1/N and the buffer is freed; every backward
+//    reduces (no_sync is ignored: accumulation sums the reduced shards).
+// After the optimizer step, gather_parameters() all-gathers every bucket's parameters in place.
+// On a communicator of one rank, shard() is every trainable parameter, whole.
 #pragma once
 
 #include <ATen/core/Tensor.h>
@@ -53,12 +67,36 @@ struct DdpOptions {
   // cores); where a rank owns one core and shared memory does the copying, the communication
   // thread competes with backward for that core and off is faster (docs/ddp.md has figures).
   bool overlap = true;
+  // ZeRO stage: 0 plain data parallelism; 1 optimizer state sharded; 2 also gradients.
+  int zero = 0;
+};
+
+// Stage 2: reduce-scatters in flight behind the bucket being filled (their buffers are held).
+constexpr int kZeroBucketsInFlight = 2;
+
+// ZeRO: a trainable parameter's elements inside this rank's shard.
+struct ShardPiece {
+  std::size_t param = 0;    // index in registration order (named_parameters)
+  std::string name;         // the parameter's
+  std::int64_t offset = 0;  // first element, in the parameter's flat row-major order
+  // Flat view of those elements of the parameter (the parameter itself on one rank); its grad()
+  // holds their reduced gradient after finish_step().
+  at::Tensor value;
+};
+
+// Bytes this rank holds for training, by kind (the memory figures of `cohort bench zero`).
+struct DdpMemory {
+  std::int64_t parameter_bytes = 0;
+  std::int64_t gradient_bytes = 0;   // persistent: buckets (stage < 2) or shards (stage 2)
+  std::int64_t peak_bucket_bytes = 0;  // stage 2: the most bucket buffers held at once
+
 };
 
 struct DdpStepStats {
   int buckets_launched_in_backward = 0;  // overlapped with backward
   double finish_wait_ms = 0;             // exposed communication: time blocked in finish_step
-  std::int64_t bytes_reduced = 0;
+  std::int64_t bytes_reduced = 0;        // all-reduced, or reduce-scattered (ZeRO)
+  std::int64_t bytes_gathered = 0;       // ZeRO: parameters all-gathered after the step
 };
 
 class DistributedDataParallel {
@@ -89,9 +127,20 @@ class DistributedDataParallel {
   const std::vector<BucketSpec>& buckets() const;
   const DdpStepStats& last_step() const;
 
+  // ZeRO: what the optimizer steps (empty without ZeRO), and, after its step, the updated
+  // shards to every rank. gather_parameters() does nothing without ZeRO.
+  const std::vector<ShardPiece>& shard() const;
+  void gather_parameters();
+  DdpMemory memory() const;
+
   struct State;  // shared with the autograd hooks
 
  private:
+  static void broadcast_state(State& s);
+  static void make_buckets(State& s);
+  void install_hooks();
+  void complete_round();
+
   std::shared_ptr<State> state_;
 };
 

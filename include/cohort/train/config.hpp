@@ -132,6 +132,7 @@ struct ParallelConfig {
   double bucket_mb = 0;
   std::int64_t timeout_s = 0;
   bool overlap = false;
+  std::int64_t zero = 0;  // ZeRO stage over the data-parallel group
   std::int64_t pipeline_stages = 0;
   std::int64_t tensor = 0;
   std::int64_t micro_batches = 0;

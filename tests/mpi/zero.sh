@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# ZeRO stages 1 and 2 (parallel.zero) through `cohort train`, on real mpirun ranks.
+#   zero.sh COHORT WORK equivalence|resume|bad_config
+# equivalence: the MLP and the GPT, SGD with momentum and AdamW, on 2 and 4 ranks; gradient
+#   accumulation with clipping by the global norm; bf16 autocast; 2 pipeline stages x 2 data
+#   ranks; the GPT 2-way tensor-parallel x 2 data ranks; stage 2 with overlap. After 20 steps the
+#   parameters and the optimizer state (read from the checkpoints, ZeRO's parts joined) are
+#   bit-identical to plain DDP's when both sum in the same order: Open MPI's collectives are pinned
+#   to their linear algorithms (OMPI_MCA_coll_tuned_*), under which an all-reduce and a
+#   reduce-scatter add the ranks' gradients in one order (stage 2 with several micro-batches per
+#   step adds them after reducing them: within 1e-6). With the default algorithms the
+#   all-reduce and the reduce-scatter add in different orders: the differences are within 1e-6,
+#   or (AdamW on the GPT, 4 ranks: its update divides by the root of tiny squared gradients,
+#   which magnifies their last bits) within twice what DDP itself moves between the two orders.
+#   Every ZeRO run's banner says it steps 1/N of the parameters.
+# resume: a ZeRO-2 run on 4 ranks, checkpointed at step 20 (its optimizer state in parts),
+#   resumed with zero 2 on 4 ranks (bit-identical to the uninterrupted run), with zero 0 on 4
+#   (bit-identical: same summation order), with zero 0 on 2 and zero 1 on 1 (another world size:
+#   within float32 tolerance, as docs/training.md says of any resharded resume); a DDP checkpoint
+#   resumed with zero 2 (bit-identical); `cohort ckpt export` of a ZeRO checkpoint.
+# bad_config: parallel.zero = 3, and ZeRO with a tied embedding split over pipeline stages: one
+#   line each, exit 2.
+set -euo pipefail
+cohort=$1 work=$2 mode=$3
+here=$(cd "$(dirname "$0")" && pwd)
+rm -rf "$work" && mkdir -p "$work" && cd "$work"
+check() { /usr/bin/python3 "$here/zero_check.py" "$@"; }
+"$cohort" data make-synthetic --kind classification --samples 2048 --features 48 --classes 5 \
+  --seed 4 --out set.h5 >/dev/null
+"$cohort" data make-synthetic --kind tokens --tokens 40000 --vocab 64 --seq-len 16 --seed 3 \
+  --out tok.h5 >/dev/null
+MLP=(--set data.path=set.h5 --set model.hidden=96,64,32 --set train.seed=11)
+GPT=(--set data.path=tok.h5 --set model.name=gpt --set model.width=32 --set model.heads=4
+  --set model.blocks=3 --set model.context=16 --set model.dropout=0 --set train.seed=5)
+SGD=(--set optim.name=sgd --set optim.lr=0.05 --set optim.momentum=0.9)
+ADAMW=(--set optim.name=adamw --set optim.lr=0.003 --set optim.weight_decay=0.01)
+# The linear algorithms: every rank's gradient added in one order by all-reduce and reduce-scatter
+# (mpirun hands OMPI_MCA_* settings to its ranks).
+PINNED=(OMPI_MCA_coll_tuned_use_dynamic_rules=1 OMPI_MCA_coll_tuned_allreduce_algorithm=1
+  OMPI_MCA_coll_tuned_reduce_algorithm=1 OMPI_MCA_coll_tuned_reduce_scatter_block_algorithm=1)
+train() {  # ranks run_dir args...
+  local ranks=$1 dir=$2
+  shift 2
+  $MPIEXEC $MPIEXEC_FLAGS -np "$ranks" "$cohort" train --set train.log_every=1000 \
+    --set train.max_steps=20 --set checkpoint.every_steps=20 --set checkpoint.keep_last=0 \
+    --set train.run_dir="$dir" "$@" >"$dir.log" 2>&1 || { echo "FAIL: $dir"; cat "$dir.log"; exit 1; }
+}
+pinned() { (export "${PINNED[@]}" && train "$@"); }
+# steps_share RUN RANKS: the banner says this rank steps about 1/RANKS of the parameters.
+steps_share() {
+  local line
+  line=$(grep -m1 "^zero [12] over $2 data-parallel rank(s): this rank steps" "$1.log") ||
+    { echo "FAIL: $1: no ZeRO line in its banner"; exit 1; }
+  /usr/bin/python3 - "$line" "$2" <<'PY'
+import re, sys
+here, total = map(int, re.search(r"steps (\d+) of the (\d+)", sys.argv[1]).groups())
+ranks = int(sys.argv[2])
+assert abs(here - total / ranks) <= 64 * ranks, (sys.argv[1], ranks)
+PY
+}
+# zeros RANKS NAME ARGS...: the run under parallel.zero 0, 1 and 2, pinned.
+zeros() {
+  local n=$1 name=$2
+  shift 2
+  for zero in 0 1 2; do pinned "$n" "$name-z$zero" "$@" --set parallel.zero=$zero; done
+  check same "$name-z0" "$name-z1" "$name-z2"
+}
+# accumulating RANKS NAME ARGS...: the same, for steps of several micro-batches (accumulation or
+# pipeline): stage 2 reduces each micro-batch and adds the reduced shards, where DDP adds the
+# micro-batches locally and reduces once, another order of the same additions: within 1e-6.
+accumulating() {
+  local n=$1 name=$2
+  shift 2
+  for zero in 0 1 2; do pinned "$n" "$name-z$zero" "$@" --set parallel.zero=$zero; done
+  check same "$name-z0" "$name-z1"
+  check close 1e-6 "$name-z0" "$name-z2"
+}
+
+case $mode in
+equivalence)
+  for n in 2 4; do
+    for optim in SGD ADAMW; do
+      declare -n o=$optim
+      zeros $n "MLP-$optim-n$n" "${MLP[@]}" "${o[@]}" --set data.batch_size=16
+      zeros $n "GPT-$optim-n$n" "${GPT[@]}" "${o[@]}" --set data.batch_size=8
+    done
+    steps_share "MLP-SGD-n$n-z1" $n
+    steps_share "GPT-ADAMW-n$n-z2" $n
+  done
+  # Two micro-batches accumulated per step, clipped by the global norm (one sum over shards).
+  accumulating 4 MLP-accum-clip "${MLP[@]}" "${ADAMW[@]}" --set data.batch_size=8 \
+    --set optim.accumulation=2 --set optim.clip_norm=0.05
+  zeros 2 MLP-bf16 "${MLP[@]}" "${SGD[@]}" --set data.batch_size=16 --set train.precision=bf16
+  accumulating 4 MLP-p2d2 "${MLP[@]}" "${SGD[@]}" --set data.batch_size=16 \
+    --set parallel.pipeline_stages=2 --set parallel.micro_batches=2
+  zeros 4 GPT-t2d2 "${GPT[@]}" "${ADAMW[@]}" --set data.batch_size=8 --set parallel.tensor=2 \
+    --set optim.clip_norm=0.1
+  pinned 4 GPT-ADAMW-n4-z2-overlap "${GPT[@]}" "${ADAMW[@]}" --set data.batch_size=8 \
+    --set parallel.zero=2 --set parallel.overlap=true
+  check same GPT-ADAMW-n4-z0 GPT-ADAMW-n4-z2-overlap
+  # Open MPI's default algorithms: all-reduce and reduce-scatter add in different orders.
+  for run in MLP-SGD-n4 GPT-ADAMW-n4; do
+    args=("${MLP[@]}" "${SGD[@]}" --set data.batch_size=16)
+    [ $run = GPT-ADAMW-n4 ] && args=("${GPT[@]}" "${ADAMW[@]}" --set data.batch_size=8)
+    for zero in 0 1 2; do train 4 "$run-default-z$zero" "${args[@]}" --set parallel.zero=$zero; done
+    check order "$run-z0" "$run-default-z0" "$run-default-z1" "$run-default-z2"
+  done
+  ;;
+esac
