@@ -45,8 +45,8 @@ void CheckpointReader::read(const TensorEntry& entry, void* out, bool verify) {
   }
 }
 
-void CheckpointReader::read_range(const TensorEntry& entry, std::int64_t offset,
-                                  std::int64_t count, void* out, bool verify) {
+void CheckpointReader::read_range(const TensorEntry& entry, std::int64_t offset, std::int64_t count,
+                                  void* out, bool verify) {
   const std::int64_t element = dtype_bytes(entry.dtype);
   COHORT_CHECK(offset >= 0 && count >= 0 && offset <= entry.numel() - count, IoError, path_,
                "/manifest.json: elements [", offset, ", +", count, ") of tensor '", entry.name,

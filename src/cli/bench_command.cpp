@@ -1,4 +1,5 @@
-// `cohort bench allreduce|ddp|io|ckpt [options] [--json]`: benchmarks reported as ratios against a
+// `cohort bench allreduce|ddp|io|ckpt|monitor [options] [--json]` (pipeline and zero: files of
+// their own): benchmarks reported as ratios against a
 // baseline measured in the same run (raw MPI_Allreduce; compute plus one raw all-reduce; raw
 // reads; raw writes and reads of the checkpoint's bytes).
 #include <boost/program_options.hpp>
@@ -352,7 +353,7 @@ int bench_monitor(const std::vector<std::string>& args, int* argc, char*** argv)
 int run_bench(const std::vector<std::string>& args, int* argc, char*** argv) {
   const std::string what = args.empty() ? "" : args.front();
   if (what == "--help" || what == "-h" || what == "help") {
-    std::cout << "usage: cohort bench <allreduce|ddp|io|ckpt|monitor|pipeline> [options] "
+    std::cout << "usage: cohort bench <allreduce|ddp|io|ckpt|monitor|pipeline|zero> [options] "
                  "[--json]\n       cohort "
                  "bench <benchmark> --help\n";
     return 0;
@@ -364,8 +365,9 @@ int run_bench(const std::vector<std::string>& args, int* argc, char*** argv) {
   if (what == "ckpt") return bench_ckpt(rest, argc, argv);
   if (what == "monitor") return bench_monitor(rest, argc, argv);
   if (what == "pipeline") return bench_pipeline(rest, argc, argv);
+  if (what == "zero") return bench_zero(rest, argc, argv);
   COHORT_THROW(UsageError, "cohort bench: unknown benchmark '", what,
-               "' (allreduce, ddp, io, ckpt, monitor, pipeline)");
+               "' (allreduce, ddp, io, ckpt, monitor, pipeline, zero)");
 }
 
 }  // namespace cohort::cli

@@ -13,6 +13,10 @@ std::vector<BucketSpec> plan_buckets(const std::vector<ParamInfo>& params, std::
   for (std::size_t k = params.size(); k-- > 0;) {
     const ParamInfo& p = params[k];
     if (!p.requires_grad) continue;
+    if (p.alone) {
+      closed.push_back(BucketSpec{p.dtype, {k}, {0}, p.numel});
+      continue;
+    }
     const std::size_t element = c10::elementSize(p.dtype);
     BucketSpec& bucket = open[p.dtype];
     const std::size_t bytes = static_cast<std::size_t>(bucket.numel + p.numel) * element;

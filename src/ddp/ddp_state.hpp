@@ -33,6 +33,8 @@ struct DistributedDataParallel::State {
   std::vector<std::int64_t> offset_of;
   std::vector<int> pending;
   std::vector<bool> ready;
+  std::vector<int> parts_expected;  // per parameter: gradient parts per backward (arrivals)
+  std::vector<int> parts_seen;
   std::vector<comm::WorkPtr> works;
   std::size_t next_launch = 0;
   bool sync = true;

@@ -23,7 +23,8 @@ at::ScalarType wire_type(Compression c) {
 
 }  // namespace
 
-at::Tensor DistributedDataParallel::State::make_slot(std::size_t p, const at::Tensor& bucket) const {
+at::Tensor DistributedDataParallel::State::make_slot(std::size_t p,
+                                                     const at::Tensor& bucket) const {
   const at::Tensor& param = params[p];
   at::Tensor slot = at::empty({0}, bucket.options());
   const c10::DimVector strides = param.is_non_overlapping_and_dense()
@@ -38,6 +39,7 @@ void DistributedDataParallel::State::arm() {
     pending[b] = static_cast<int>(plan[b].params.size());
   }
   std::fill(ready.begin(), ready.end(), false);
+  std::fill(parts_seen.begin(), parts_seen.end(), 0);
   next_launch = 0;
 }
 
@@ -64,6 +66,8 @@ void DistributedDataParallel::State::absorb(std::size_t p) {
 void DistributedDataParallel::State::mark_ready(std::size_t p) {
   if (!active || bucket_of[p] < 0 || ready[p]) return;
   if (!sync && options.zero < 2) return;  // accumulating locally (ZeRO 2 reduces every backward)
+  // A gradient in parts: autograd adds them up in .grad; it is taken with the last one.
+  if (++parts_seen[p] < parts_expected[p]) return;
   const auto b = static_cast<std::size_t>(bucket_of[p]);
   if (options.zero == 2) take_bucket(b);
   absorb(p);
@@ -114,8 +118,10 @@ DistributedDataParallel::DistributedDataParallel(torch::nn::Module& module,
   for (const auto& item : module.named_parameters(/*recurse=*/true)) {
     s.names.push_back(item.key());
     s.params.push_back(item.value());
+    const bool alone =
+        std::find(options.alone.begin(), options.alone.end(), item.key()) != options.alone.end();
     info.push_back(
-        {item.value().numel(), item.value().scalar_type(), item.value().requires_grad()});
+        {item.value().numel(), item.value().scalar_type(), item.value().requires_grad(), alone});
     COHORT_CHECK(item.value().is_non_overlapping_and_dense(), ConfigError, "DDP: parameter '",
                  item.key(), "' is not dense (a view or an overlapping layout)");
   }
@@ -143,6 +149,12 @@ DistributedDataParallel::DistributedDataParallel(torch::nn::Module& module,
   s.works.resize(s.plan.size());
   s.pending.assign(s.plan.size(), 0);
   s.ready.assign(s.params.size(), false);
+  s.parts_seen.assign(s.params.size(), 0);
+  s.parts_expected.assign(s.params.size(), 1);
+  for (std::size_t p = 0; p < s.params.size(); ++p) {
+    const auto it = options.arrivals.find(s.names[p]);
+    if (it != options.arrivals.end()) s.parts_expected[p] = std::max(1, it->second);
+  }
   if (options.zero > 0) s.make_pieces();
   install_hooks();
   begin_step();
@@ -175,8 +187,7 @@ void DistributedDataParallel::make_buckets(State& s) {
     if (s.options.compression != Compression::kNone) {
       COHORT_CHECK(spec.dtype == at::kFloat, ConfigError,
                    "DDP: compression needs float32 gradients, bucket ", b, " is ", spec.dtype);
-      s.wire.push_back(
-          at::empty({spec.numel}, options.dtype(wire_type(s.options.compression))));
+      s.wire.push_back(at::empty({spec.numel}, options.dtype(wire_type(s.options.compression))));
     }
     for (const auto p : spec.params) s.slots[p] = s.make_slot(p, s.flat[b]);
   }
@@ -217,10 +228,7 @@ void DistributedDataParallel::begin_step() {
     }
     return;
   }
-  if (s.options.broadcast_buffers) {
-    at::NoGradGuard no_grad;
-    for (auto& b : s.buffers) s.comm->broadcast(b, 0);
-  }
+  if (s.options.broadcast_buffers) broadcast_buffers();
   // After a finished step, release the gradients: autograd then hands each new gradient over
   // without accumulating it into a zeroed slot, and absorb() writes it into the slot once. Between
   // no_sync micro-steps gradients are kept, so that they accumulate. (ZeRO 2 keeps none: its
@@ -237,6 +245,13 @@ void DistributedDataParallel::begin_step() {
   }
   if (!s.sync) return;  // accumulating: the readiness of the synced step is armed later
   s.arm();
+}
+
+void DistributedDataParallel::broadcast_buffers() {
+  State& s = *state_;
+  if (s.lone) return;
+  at::NoGradGuard no_grad;
+  for (auto& b : s.buffers) s.comm->broadcast(b, 0);
 }
 
 void DistributedDataParallel::finish_step() {

@@ -83,8 +83,8 @@ void DistributedDataParallel::State::make_pieces() {
       const std::int64_t begin = std::max(spec.offsets[i], first);
       const std::int64_t end = std::min(spec.offsets[i] + params[p].numel(), last);
       if (begin >= end) continue;
-      ShardPiece piece{p, names[p], begin - spec.offsets[i], flat_over(flat_params[b], begin,
-                                                                       end - begin)};
+      ShardPiece piece{p, names[p], begin - spec.offsets[i],
+                       flat_over(flat_params[b], begin, end - begin)};
       piece.value.set_requires_grad(true);  // trainable, as the optimizer filters them
       piece.value.mutable_grad() = options.zero == 2
                                        ? flat_over(grad_shard[b], begin - first, end - begin)

@@ -2,6 +2,7 @@
 
 #include <dlfcn.h>
 #include <limits.h>
+#include <malloc.h>
 #include <unistd.h>
 
 #include <array>
@@ -74,6 +75,11 @@ std::string hostname() {
 int online_cpus() {
   const long n = sysconf(_SC_NPROCESSORS_ONLN);
   return n > 0 ? static_cast<int>(n) : 1;
+}
+
+std::int64_t heap_bytes_in_use() {
+  const struct mallinfo2 info = ::mallinfo2();
+  return static_cast<std::int64_t>(info.uordblks + info.hblkhd);
 }
 
 }  // namespace cohort::env

@@ -17,6 +17,20 @@
 namespace cohort::monitor {
 namespace {
 
+// The gradients' collectives as all-reduces: ZeRO's reduce-scatter of a bucket of B bytes and
+// all-gather back into it move what one all-reduce of B moves, so together they count as one (a
+// record's bytes are its input's: B for the reduce-scatter, B / ranks for the all-gather).
+comm::OpTotals gradient_totals(const comm::Communicator& gradients) {
+  const auto& recorder = gradients.flight_recorder();
+  comm::OpTotals t = recorder.totals("all_reduce");
+  const comm::OpTotals scatter = recorder.totals("reduce_scatter");
+  const comm::OpTotals gather = recorder.totals("all_gather");
+  t.count += (scatter.count + gather.count) / 2;
+  t.bytes += scatter.bytes / 2 + gather.bytes * gradients.size() / 2;
+  t.busy_seconds += scatter.busy_seconds + gather.busy_seconds;
+  return t;
+}
+
 constexpr std::int64_t kHostBytes = 64;
 constexpr std::chrono::seconds kTextfileInterval(2);
 const char* const kPhaseKeys[kPhases] = {"data_s",      "forward_s",    "backward_s", "comm_s",
@@ -171,8 +185,7 @@ void Monitor::finish() {
 void Monitor::summarize(bool final) {
   const ProcessSample process = process_->sample();
   const GpuSample gpu = gpu_->sample();
-  const Summary summary =
-      aggregator_->summarize(process, gpu, gradients_.flight_recorder().totals("all_reduce"));
+  const Summary summary = aggregator_->summarize(process, gpu, gradient_totals(gradients_));
   const auto found = diagnoser_->observe(summary);
   // Rewritten at most every kTextfileInterval (and at the end): replacing a file costs a rename,
   // which on ext4 also writes the new file's data out at once (auto_da_alloc), and

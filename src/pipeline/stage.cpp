@@ -1,6 +1,7 @@
 #include "cohort/pipeline/stage.hpp"
 
 #include <ATen/Context.h>
+#include <ATen/ops/empty.h>
 #include <c10/core/GradMode.h>
 
 #include <algorithm>
@@ -11,6 +12,7 @@
 
 #include "cohort/error.hpp"
 #include "cohort/pipeline/partition.hpp"
+#include "cohort/pipeline/recompute.hpp"
 
 namespace cohort::pipeline {
 
@@ -41,8 +43,10 @@ Stage::Stage(const std::vector<BlockSpec>& blocks, const std::vector<int>& bound
     forwards_.push_back(block.forward);
     weights_.push_back(block.parameters());
     modules_.emplace_back();
+    module_names_.emplace_back();
     for (const auto& [name, module] : block.modules) {
       modules_.back().push_back(module);
+      module_names_.back().push_back(name);
       if (!registered.insert(name).second) continue;
       register_module(name, module);
       const auto& by = users[name];
@@ -56,11 +60,70 @@ Stage::Stage(const std::vector<BlockSpec>& blocks, const std::vector<int>& bound
 
 at::Tensor Stage::forward(const at::Tensor& x) {
   at::Tensor y = x;
+  if (!segments_.empty() && at::GradMode::is_enabled()) {
+    for (const auto& segment : segments_) y = recompute(segment, y);
+    return y;
+  }
   for (std::size_t b = 0; b < forwards_.size(); ++b) {
     if (!devices_.empty() && y.device() != devices_[b]) y = y.to(devices_[b]);
     y = forwards_[b](y);
   }
   return y;
+}
+
+void Stage::set_recompute(int every) {
+  segments_.clear();
+  segment_blocks_.clear();
+  if (every <= 0) return;
+  for (std::size_t first = 0; first < forwards_.size(); first += static_cast<std::size_t>(every)) {
+    const std::size_t last = std::min(forwards_.size(), first + static_cast<std::size_t>(every));
+    segment_blocks_.emplace_back(first, last);
+    segments_.push_back([this, first, last](const at::Tensor& x, bool again) {
+      // The recomputation must not move BatchNorm statistics a second time.
+      std::vector<std::pair<at::Tensor, at::Tensor>> kept;
+      if (again) {
+        for (std::size_t b = first; b < last; ++b) {
+          for (const auto& module : modules_[b]) {
+            for (auto& buffer : module->buffers()) kept.emplace_back(buffer, buffer.clone());
+          }
+        }
+      }
+      at::Tensor y = x;
+      for (std::size_t b = first; b < last; ++b) {
+        if (!devices_.empty() && y.device() != devices_[b]) y = y.to(devices_[b]);
+        y = forwards_[b](y);
+      }
+      // Written through an alias of the storage: the buffer's own version counter must not move,
+      // as the recomputed graph saved it (BatchNorm's backward takes its running statistics).
+      for (auto& [buffer, value] : kept) {
+        at::Tensor alias = at::empty({0}, buffer.options());
+        alias.set_(buffer.storage(), buffer.storage_offset(), buffer.sizes(), buffer.strides());
+        alias.copy_(value);
+      }
+      return y;
+    });
+  }
+}
+
+std::map<std::string, int> Stage::gradient_arrivals() const {
+  std::map<std::string, int> segments_using;  // module name -> segments
+  std::map<std::string, const torch::nn::Module*> by_name;
+  for (const auto& [first, last] : segment_blocks_) {
+    std::set<std::string> used;
+    for (std::size_t b = first; b < last; ++b) {
+      for (std::size_t m = 0; m < modules_[b].size(); ++m) {
+        used.insert(module_names_[b][m]);
+        by_name[module_names_[b][m]] = modules_[b][m].get();
+      }
+    }
+    for (const auto& name : used) ++segments_using[name];
+  }
+  std::map<std::string, int> arrivals;
+  for (const auto& [name, count] : segments_using) {
+    if (count < 2) continue;
+    for (const auto& p : by_name[name]->named_parameters()) arrivals[name + "." + p.key()] = count;
+  }
+  return arrivals;
 }
 
 void Stage::place(const std::vector<c10::Device>& devices) {

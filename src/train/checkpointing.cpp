@@ -194,8 +194,7 @@ void TrainCheckpoints::add_optimizer_state(const OptimizedPart& part, bool whole
     out.push_back({name + ".step", adamw_steps_.back().second});
   } else {
     out.push_back({name + ".momentum_buffer",
-                   static_cast<torch::optim::SGDParamState&>(*it->second).momentum_buffer(),
-                   held});
+                   static_cast<torch::optim::SGDParamState&>(*it->second).momentum_buffer(), held});
   }
 }
 
@@ -262,6 +261,7 @@ void TrainCheckpoints::save_now(std::int64_t step, const data::LoaderState& load
 
 void TrainCheckpoints::save(std::int64_t step, const data::LoaderState& loader,
                             std::int64_t batch_size, bool async) {
+  if (before_save_) before_save_();
   ckpt::SaveRequest request;
   request.step = step;
   request.epoch = loader.epoch;

@@ -94,6 +94,9 @@ class TrainCheckpoints {
   // rank's part `tensor_rank` of `tensor` and are saved as "<name>.tp<r>of<t>" (their parts
   // differ between tensor ranks), which only a run with the same parallel.tensor can load.
   void set_layout(int data, int tensor_rank, int tensor, std::set<std::string> split);
+  // Runs at the start of every save, on the training thread (the trainer: rank 0's buffers to
+  // its data-parallel group, so that a replicated buffer is saved with one value).
+  void set_before_save(std::function<void()> f) { before_save_ = std::move(f); }
   // ZeRO: the optimizer steps these parts; their state is saved as parts of the parameters'
   // optim.* tensors (any other layout, ZeRO or not, loads them).
   void set_optimized(std::vector<OptimizedPart> parts) { parts_ = std::move(parts); }
@@ -131,6 +134,7 @@ class TrainCheckpoints {
   std::set<std::string> split_;
   std::vector<OptimizedPart> parts_;  // empty: the model's trainable parameters, whole
   OnCommitted on_committed_;
+  std::function<void()> before_save_;
 };
 
 }  // namespace cohort::train

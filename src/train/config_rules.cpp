@@ -108,6 +108,12 @@ const std::vector<ConfigRule>& config_rules() {
        }},
       {"optim.lr_scale", "optim.lr_scale is REGEX:FACTOR,... (regular expressions, factors >= 0)",
        [](C c) -> std::string { return lr_scale_problem(c.optim.lr_scale); }},
+      {"model.recompute", "model.recompute is none, blocks or every:K (K >= 1)",
+       [](C c) -> std::string {
+         return recompute_segment(c.model.recompute) >= 0
+                    ? ""
+                    : "'" + c.model.recompute + "' is not none, blocks or every:K";
+       }},
       {"model.freeze", "model.freeze is a regular expression",
        [](C c) -> std::string { return regex_problem(c.model.freeze); }},
       {"model.init_skip", "model.init_skip is a regular expression",
@@ -130,6 +136,19 @@ const std::vector<ConfigRule>& config_rules() {
        }},
   };
   return rules;
+}
+
+int recompute_segment(const std::string& text) {
+  if (text == "none") return 0;
+  if (text == "blocks") return 1;
+  const std::string prefix = "every:";
+  if (text.compare(0, prefix.size(), prefix) != 0 || text.size() == prefix.size() ||
+      text.size() > prefix.size() + 6 ||
+      text.find_first_not_of("0123456789", prefix.size()) != std::string::npos) {
+    return -1;
+  }
+  const int k = std::stoi(text.substr(prefix.size()));
+  return k >= 1 ? k : -1;
 }
 
 std::string TrainConfig::checkpoint_dir() const {

@@ -53,6 +53,9 @@ const std::vector<KeySpec>& config_table() {
       {COHORT_KEY(model, init_skip), K::kString, "",
        "a regex: model tensors whose names it matches are not loaded from init_from (a new "
        "head), and the file's tensors of those names are dropped"},
+      {COHORT_KEY(model, recompute), K::kString, "none",
+       "activation recompute: blocks (keep each block's input only, compute the rest again in "
+       "backward), every:K (segments of K blocks), none"},
       {COHORT_KEY(model, freeze), K::kString, "",
        "a regex: parameters whose names it matches are not trained (not in DDP, not in the "
        "optimizer)"},

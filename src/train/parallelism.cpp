@@ -3,8 +3,6 @@
 #include <ATen/ops/stack.h>
 #include <ATen/ops/zeros.h>
 
-#include <malloc.h>
-
 #include <algorithm>
 #include <functional>
 #include <set>
@@ -16,15 +14,6 @@
 #include "cohort/train/config.hpp"
 
 namespace cohort::train {
-namespace {
-
-// Bytes the host heap has handed out now (small blocks and mmapped large ones).
-std::int64_t heap_in_use() {
-  const struct mallinfo2 info = ::mallinfo2();
-  return static_cast<std::int64_t>(info.uordblks + info.hblkhd);
-}
-
-}  // namespace
 
 // The batch dividing into micro-batches, and no accumulation with stages, were checked at load.
 Parallelism::Parallelism(const ParallelConfig& options, std::string model_name,
@@ -69,22 +58,24 @@ bool Parallelism::scores() const {
 }
 
 void Parallelism::attach(std::shared_ptr<Model> model, const at::Tensor& sample,
-                         ddp::DdpOptions ddp) {
+                         ddp::DdpOptions ddp, int recompute) {
   model_ = std::move(model);
   const auto devices = pipeline::parse_devices(options_.devices);
-  if (pipelined() || !devices.empty()) {
+  COHORT_CHECK(recompute == 0 || !model_->blocks().empty(), ConfigError, "model.recompute: model ",
+               model_name_,
+               " is not a sequence of blocks (docs/models.md), so it has none to recompute; set "
+               "model.recompute = none");
+  if (pipelined() || !devices.empty() || recompute > 0) {
     keep_stage(sample, devices);
+    stage_->set_recompute(recompute);
     model_.reset();  // the blocks of other stages go; the stage holds its own
   }
   sort_parameters();
   ddp.zero = static_cast<int>(options_.zero);
-  // The tied copies' gradients are summed across stages after the step; a shard cut differently
-  // on the two stages cannot be.
-  COHORT_CHECK(ddp.zero == 0 || shared_parameters_.empty(), ConfigError,
-               "parallel.zero: model ", model_name_,
-               " shares parameters between its first and last pipeline stage (a tied "
-               "embedding); ZeRO does not shard those yet: set parallel.zero = 0 or "
-               "parallel.pipeline_stages = 1");
+  // The tied copies' gradients are summed across the two stages after each step: under ZeRO
+  // each copy gets a bucket of its own, so that both stages cut it into the same shards.
+  if (stage_) ddp.alone = stage_->shared_parameters();
+  if (stage_) ddp.arrivals = stage_->gradient_arrivals();  // a tied module under recompute
   ddp_ = std::make_unique<ddp::DistributedDataParallel>(trained(), data_group(), ddp);
 }
 
@@ -126,7 +117,7 @@ void Parallelism::keep_stage(const at::Tensor& sample, const std::vector<c10::De
   o.output_shape = shapes[bounds[coords_.stage + 1] - 1];
   const auto params = stage_->parameters();
   if (!params.empty()) o.device = params.front().device();
-  if (o.device.is_cpu()) o.memory_in_use = heap_in_use;
+  if (o.device.is_cpu()) o.memory_in_use = env::heap_bytes_in_use;
   executor_ = std::make_unique<pipeline::Executor>(pipe_.get(), o);
 }
 
@@ -206,6 +197,17 @@ pipeline::StepStats Parallelism::pipeline_step(
 // The copies of a shared module (the tied embedding on the first and last stage) get their
 // gradient summed, so that the same optimizer update keeps them equal.
 void Parallelism::reduce_shared_gradients() {
+  if (sharded()) {  // the copies' shards: the same pieces on both stages (a bucket each)
+    std::set<const c10::TensorImpl*> shared;
+    for (const auto& p : shared_parameters_) shared.insert(p.unsafeGetTensorImpl());
+    const auto params = trained().parameters();
+    for (const auto& piece : ddp_->shard()) {
+      if (shared.count(params[piece.param].unsafeGetTensorImpl()) == 0) continue;
+      at::Tensor grad = piece.value.grad();
+      shared_->all_reduce(grad);
+    }
+    return;
+  }
   for (auto& p : shared_parameters_) {
     at::Tensor grad = p.grad();
     if (!grad.defined()) continue;

@@ -57,9 +57,11 @@ class Parallelism {
   // cyclic rank placement). ConfigError naming the group otherwise. Collective over `control`.
   void check_tensor_groups(comm::Communicator& control) const;
 
-  // Takes the whole model, keeps this rank's stage (when pipelined or placed on devices), wraps
-  // it in DDP over the data group. `sample` is one input sample for shape inference.
-  void attach(std::shared_ptr<Model> model, const at::Tensor& sample, ddp::DdpOptions ddp);
+  // Takes the whole model, keeps this rank's stage (when pipelined, placed on devices or
+  // recomputed), wraps it in DDP over the data group. `sample` is one input sample for shape
+  // inference; `recompute`: blocks per recomputed segment (model.recompute; 0: none).
+  void attach(std::shared_ptr<Model> model, const at::Tensor& sample, ddp::DdpOptions ddp,
+              int recompute = 0);
   torch::nn::Module& trained();                  // what the optimizer and checkpoints see
   at::Tensor forward(const at::Tensor& inputs);  // the trained module
   // A batch: forward() of its inputs, or the model's forward_fields() for a field dataset (whose

@@ -113,12 +113,14 @@ void Trainer::Impl::setup() {
   const auto split = pipeline::split_parameter_names(parallel->trained());
   checkpoints->set_layout(parallel->layout().data(), parallel->coords().tensor,
                           parallel->layout().tensor(), {split.begin(), split.end()});
+  // BatchNorm statistics move on each rank's own batch after DDP's broadcast: a save takes rank
+  // 0's (what the next step would broadcast anyway), not a mix of the ranks' values.
+  checkpoints->set_before_save([this] { parallel->ddp().broadcast_buffers(); });
   if (parallel->sharded()) {
     const auto params = parallel->trained().parameters();
     std::vector<OptimizedPart> parts;
     for (const auto& piece : parallel->ddp().shard()) {
-      parts.push_back(
-          {piece.name, piece.value, piece.offset, params[piece.param].sizes().vec()});
+      parts.push_back({piece.name, piece.value, piece.offset, params[piece.param].sizes().vec()});
     }
     checkpoints->set_optimized(std::move(parts));
   }
@@ -186,7 +188,8 @@ void Trainer::Impl::build_model(const data::DatasetInfo& info) {
   ddp::DdpOptions d;
   d.bucket_bytes = static_cast<std::size_t>(config.parallel.bucket_mb * 1048576);
   d.overlap = config.parallel.overlap;
-  parallel->attach(std::move(model), sample_input(input), d);
+  parallel->attach(std::move(model), sample_input(input), d,
+                   recompute_segment(config.model.recompute));
   const auto params = parallel->trained().parameters();
   settings.cuda = !params.empty() && params.front().is_cuda();
 }

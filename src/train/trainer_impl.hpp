@@ -94,7 +94,8 @@ struct Trainer::Impl {
   std::vector<double> lr_scales;  // per optimizer group (optim.lr_scale)
   std::string init_line;          // model.init_from's report, said before the first step
   double last_grad_norm = 0;
-  double grad_norm_seconds = 0;  // spent on norms only the monitor wanted
+  double grad_norm_seconds = 0;        // spent on norms only the monitor wanted
+  std::int64_t activation_bytes = -1;  // the first forward's, once measured (host only)
   std::FILE* progress = stdout;
   TrainSummary summary;
 
@@ -124,6 +125,7 @@ struct Trainer::Impl {
   double step(const std::vector<data::Batch>& micro, std::int64_t index);
   double pipeline_step(const data::Batch& batch);
   double grad_norm(std::int64_t index);
+  void report_activations(std::int64_t bytes, std::int64_t index);
 };
 
 }  // namespace cohort::train

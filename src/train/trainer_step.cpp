@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "cohort/ddp/distributed_data_parallel.hpp"
+#include "cohort/env/system_info.hpp"
 #include "cohort/error.hpp"
 #include "train/step.hpp"
 #include "train/task.hpp"
@@ -55,6 +56,17 @@ double Trainer::Impl::grad_norm(std::int64_t index) {
   return norm;
 }
 
+// The bytes one micro-batch's forward left held for its backward (activations, the loss's
+// inputs), measured once per run as the growth of the host heap: metrics.jsonl's "memory" record.
+void Trainer::Impl::report_activations(std::int64_t bytes, std::int64_t index) {
+  activation_bytes = bytes;
+  log({{"event", "memory"},
+       {"step", index + 1},
+       {"activation_bytes", bytes},
+       {"recompute", config.model.recompute},
+       {"micro_batch", plan.batch_size}});
+}
+
 // Each phase ends with a lap of the step timer.
 double Trainer::Impl::step(const std::vector<data::Batch>& micro, std::int64_t index) {
   using monitor::Phase;
@@ -66,6 +78,9 @@ double Trainer::Impl::step(const std::vector<data::Batch>& micro, std::int64_t i
     if (i + 1 < micro.size()) local_only.emplace(ddp);  // sum locally, reduce once at the end
     ddp.begin_step();
     timer.lap(Phase::kComm);  // buffer broadcast, when there are buffers
+    // Once per run, on the host: what the first forward leaves held for backward.
+    const bool measure = activation_bytes < 0 && i == 0 && !settings.cuda;
+    const std::int64_t heap_before = measure ? env::heap_bytes_in_use() : 0;
     at::Tensor logits;
     {
       AutocastScope autocast(settings.bf16, settings.cuda);
@@ -76,6 +91,7 @@ double Trainer::Impl::step(const std::vector<data::Batch>& micro, std::int64_t i
     }
     at::Tensor loss =
         task->loss(logits.to(at::kFloat), micro[i].targets) / static_cast<double>(micro.size());
+    if (measure) report_activations(env::heap_bytes_in_use() - heap_before, index);
     timer.lap(Phase::kForward);
     loss.backward();
     timer.lap(Phase::kBackward);

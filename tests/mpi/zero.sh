@@ -3,12 +3,13 @@
 #   zero.sh COHORT WORK equivalence|resume|bad_config
 # equivalence: the MLP and the GPT, SGD with momentum and AdamW, on 2 and 4 ranks; gradient
 #   accumulation with clipping by the global norm; bf16 autocast; 2 pipeline stages x 2 data
-#   ranks; the GPT 2-way tensor-parallel x 2 data ranks; stage 2 with overlap. After 20 steps the
+#   ranks (the MLP, and the GPT with its embedding tied across the first and last stage); the
+#   GPT 2-way tensor-parallel x 2 data ranks; stage 2 with overlap. After 20 steps the
 #   parameters and the optimizer state (read from the checkpoints, ZeRO's parts joined) are
 #   bit-identical to plain DDP's when both sum in the same order: Open MPI's collectives are pinned
 #   to their linear algorithms (OMPI_MCA_coll_tuned_*), under which an all-reduce and a
 #   reduce-scatter add the ranks' gradients in one order (stage 2 with several micro-batches per
-#   step adds them after reducing them: within 1e-6). With the default algorithms the
+#   step adds them after reducing them: another order, bounded as below). With the default algorithms the
 #   all-reduce and the reduce-scatter add in different orders: the differences are within 1e-6,
 #   or (AdamW on the GPT, 4 ranks: its update divides by the root of tiny squared gradients,
 #   which magnifies their last bits) within twice what DDP itself moves between the two orders.
@@ -18,8 +19,7 @@
 #   (bit-identical: same summation order), with zero 0 on 2 and zero 1 on 1 (another world size:
 #   within float32 tolerance, as docs/training.md says of any resharded resume); a DDP checkpoint
 #   resumed with zero 2 (bit-identical); `cohort ckpt export` of a ZeRO checkpoint.
-# bad_config: parallel.zero = 3, and ZeRO with a tied embedding split over pipeline stages: one
-#   line each, exit 2.
+# bad_config: parallel.zero = 3 and -1: one line each, exit 2.
 set -euo pipefail
 cohort=$1 work=$2 mode=$3
 here=$(cd "$(dirname "$0")" && pwd)
@@ -65,15 +65,19 @@ zeros() {
   for zero in 0 1 2; do pinned "$n" "$name-z$zero" "$@" --set parallel.zero=$zero; done
   check same "$name-z0" "$name-z1" "$name-z2"
 }
-# accumulating RANKS NAME ARGS...: the same, for steps of several micro-batches (accumulation or
-# pipeline): stage 2 reduces each micro-batch and adds the reduced shards, where DDP adds the
-# micro-batches locally and reduces once, another order of the same additions: within 1e-6.
+# accumulating RANKS NAME BATCH ARGS...: the same, for steps of several micro-batches
+# (accumulation or pipeline): stage 2 reduces each micro-batch and adds the reduced shards, where
+# DDP adds the micro-batches locally and reduces once: another order of the same additions. The
+# bound: 1e-6, or twice what DDP itself moves against one process taking the whole global batch
+# (BATCH samples) at once, another order of the same additions too.
 accumulating() {
-  local n=$1 name=$2
-  shift 2
+  local n=$1 name=$2 batch=$3
+  shift 3
   for zero in 0 1 2; do pinned "$n" "$name-z$zero" "$@" --set parallel.zero=$zero; done
+  train 1 "$name-one" "$@" --set data.batch_size="$batch" --set optim.accumulation=1 \
+    --set parallel.pipeline_stages=1
   check same "$name-z0" "$name-z1"
-  check close 1e-6 "$name-z0" "$name-z2"
+  check order "$name-one" "$name-z0" "$name-z2"
 }
 
 case $mode in
@@ -88,10 +92,14 @@ equivalence)
     steps_share "GPT-ADAMW-n$n-z2" $n
   done
   # Two micro-batches accumulated per step, clipped by the global norm (one sum over shards).
-  accumulating 4 MLP-accum-clip "${MLP[@]}" "${ADAMW[@]}" --set data.batch_size=8 \
+  accumulating 4 MLP-accum-clip 64 "${MLP[@]}" "${ADAMW[@]}" --set data.batch_size=8 \
     --set optim.accumulation=2 --set optim.clip_norm=0.05
   zeros 2 MLP-bf16 "${MLP[@]}" "${SGD[@]}" --set data.batch_size=16 --set train.precision=bf16
-  accumulating 4 MLP-p2d2 "${MLP[@]}" "${SGD[@]}" --set data.batch_size=16 \
+  accumulating 4 MLP-p2d2 32 "${MLP[@]}" "${SGD[@]}" --set data.batch_size=16 \
+    --set parallel.pipeline_stages=2 --set parallel.micro_batches=2
+  # The GPT's tied embedding on the first and last stage: a bucket of its own on both, the same
+  # shards, summed across the two stages.
+  accumulating 4 GPT-p2d2 16 "${GPT[@]}" "${ADAMW[@]}" --set data.batch_size=8 \
     --set parallel.pipeline_stages=2 --set parallel.micro_batches=2
   zeros 4 GPT-t2d2 "${GPT[@]}" "${ADAMW[@]}" --set data.batch_size=8 --set parallel.tensor=2 \
     --set optim.clip_norm=0.1
@@ -105,5 +113,56 @@ equivalence)
     for zero in 0 1 2; do train 4 "$run-default-z$zero" "${args[@]}" --set parallel.zero=$zero; done
     check order "$run-z0" "$run-default-z0" "$run-default-z1" "$run-default-z2"
   done
+  ;;
+resume)
+  # resume_from RUN STEP NEW RANKS ARGS...: NEW starts from RUN's checkpoint of step STEP.
+  resume_from() {
+    local run=$1 step=$2 new=$3 ranks=$4
+    shift 4
+    mkdir -p "$new/checkpoints"
+    cp -r "$run/checkpoints/$(printf 'step-%08d' "$step")" "$new/checkpoints/"
+    printf 'step-%08d\n' "$step" >"$new/checkpoints/latest"
+    pinned "$ranks" "$new" "$@"
+    grep -q "resumed from .*/$(printf 'step-%08d' "$step")" "$new.log" ||
+      { echo "FAIL: $new did not resume from step $step"; cat "$new.log"; exit 1; }
+  }
+  R=("${MLP[@]}" "${ADAMW[@]}" --set train.max_steps=40)
+  pinned 4 U "${R[@]}" --set data.batch_size=8 --set parallel.zero=2
+  resume_from U 20 U-z2-n4 4 "${R[@]}" --set data.batch_size=8 --set parallel.zero=2
+  resume_from U 20 U-z0-n4 4 "${R[@]}" --set data.batch_size=8 --set parallel.zero=0
+  resume_from U 20 U-z0-n2 2 "${R[@]}" --set data.batch_size=16 --set parallel.zero=0
+  resume_from U 20 U-z1-n1 1 "${R[@]}" --set data.batch_size=32 --set parallel.zero=1
+  check same U U-z2-n4 U-z0-n4
+  check relative 1e-5 U U-z0-n2 U-z1-n1
+  pinned 2 D "${R[@]}" --set data.batch_size=16 --set parallel.zero=0
+  resume_from D 20 D-z2-n2 2 "${R[@]}" --set data.batch_size=16 --set parallel.zero=2
+  check same D D-z2-n2
+  # The export joins the parts like any checkpoint; its weights are the run's.
+  "$cohort" ckpt export U/checkpoints/step-00000040 -o U.h5 >/dev/null
+  /usr/bin/python3 -c "
+import sys; sys.path.insert(0, '$here')
+import h5py, numpy as np, zero_check
+_, ref = zero_check.checkpoint('U')
+with h5py.File('U.h5', 'r') as f:
+    names = []
+    f.visititems(lambda n, o: names.append(n) if isinstance(o, h5py.Dataset) else None)
+    assert names, 'the export holds no tensors'
+    for n in names:
+        assert np.array_equal(f[n][...].reshape(-1).astype(np.float64), ref['model.' + n]), n
+print(f'cohort ckpt export of a ZeRO checkpoint: {len(names)} tensors, the run\'s weights')
+"
+  ;;
+bad_config)
+  expect() {  # ranks "message" args...: exit code 2 and the message, on one line
+    local ranks=$1 message=$2 rc=0
+    shift 2
+    $MPIEXEC $MPIEXEC_FLAGS -np "$ranks" "$cohort" train --set train.run_dir=bad \
+      --set train.max_steps=2 "$@" >bad.log 2>&1 || rc=$?
+    [ "$rc" = 2 ] || { echo "exit $rc, wanted 2: $*"; cat bad.log; exit 1; }
+    grep -q "^cohort: error: .*$message" bad.log || { echo "no '$message':"; cat bad.log; exit 1; }
+    echo "ok: $(grep -m1 '^cohort: error' bad.log)"
+  }
+  expect 2 "parallel.zero" "${MLP[@]}" --set parallel.zero=3
+  expect 2 "parallel.zero" "${MLP[@]}" --set parallel.zero=-1
   ;;
 esac

@@ -7,7 +7,7 @@ Cohort's reader).
     zero_check.py order OTHER REF RUN... within 1e-6 of REF, or (AdamW magnifies the last bits of
                                          small gradients) within twice what DDP itself moves when
                                          only the summation order changes: REF against OTHER,
-                                         the same DDP run under the other order
+                                         the same training under another order
     zero_check.py relative TOL REF RUN... model parameters within TOL of REF's, relative to each
                                          tensor's largest value (resumed on another world size)
 """
@@ -61,7 +61,7 @@ def main(mode, args):
         other, ref, runs = args[0], args[1], args[2:]
         own = largest_difference(other, ref)
         bound = max(1e-6, 2 * own)
-        print(f"{ref}: DDP moves by {own:.2e} when only its summation order changes ({other})")
+        print(f"{ref}: moves by {own:.2e} from {other}, the same training summed in another order")
         for run in runs:
             d = largest_difference(ref, run)
             print(f"{run}: largest difference from {ref} {d:.2e} (bound {bound:.2e})")

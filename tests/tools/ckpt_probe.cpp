@@ -76,8 +76,7 @@ int load(const std::string& dir, bool verify, bool parts, cohort::comm::Communic
   const auto loaded = cohort::ckpt::load_latest(dir, into, comm, verify, stderr);
   COHORT_CHECK(loaded.has_value(), cohort::IoError, dir, ": no valid checkpoint");
   const auto step = loaded->manifest.step;
-  const auto expected =
-      parts ? as_parts(tensors(step), comm.rank(), comm.size()) : tensors(step);
+  const auto expected = parts ? as_parts(tensors(step), comm.rank(), comm.size()) : tensors(step);
   for (std::size_t i = 0; i < into.size(); ++i) {
     if (!at::equal(into[i].tensor, expected[i].tensor)) {
       std::fprintf(stderr, "rank %d: %s differs after loading\n", comm.rank(),

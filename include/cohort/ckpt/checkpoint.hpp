@@ -31,6 +31,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cohort/ckpt/manifest.hpp"
@@ -50,6 +51,10 @@ struct TensorPart {
 };
 
 struct NamedTensor {
+  NamedTensor() = default;
+  NamedTensor(std::string n, at::Tensor t, std::optional<TensorPart> p = std::nullopt)
+      : name(std::move(n)), tensor(std::move(t)), part(std::move(p)) {}
+
   std::string name;
   at::Tensor tensor;               // any dense layout; a part's is its numel elements, flat
   std::optional<TensorPart> part;  // none: the whole tensor
@@ -64,7 +69,7 @@ struct SaveRequest {
   // A name means the same dtype, shape and values on every rank that holds it; parts of one
   // tensor may be held by different ranks, and together they must cover it.
   std::vector<NamedTensor> tensors;
-  std::string rank_state;            // this rank's own bytes (sampler, RNG)
+  std::string rank_state;  // this rank's own bytes (sampler, RNG)
   // Names this save attempt, the same on every rank (the trainer: "<job id>-<restart count>"
   // inside Slurm); empty: rank 0's process id, broadcast.
   std::string attempt;

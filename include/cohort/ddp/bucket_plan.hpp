@@ -1,7 +1,10 @@
 // BucketPlan: which parameters share a gradient bucket. Parameters are taken in reverse
 // registration order (roughly the order backward produces their gradients), frozen ones are
 // skipped, and each bucket holds one dtype. A bucket closes when the next parameter would take it
-// past its byte cap: the first bucket has a smaller cap so that communication starts early.
+// past its byte cap: the first bucket has a smaller cap so that communication starts early. A
+// parameter marked `alone` gets a bucket of its own, at its place in the order (ZeRO cuts such a
+// bucket the same way on every group that holds the parameter: the tied copies of two pipeline
+// stages).
 #pragma once
 
 #include <c10/core/ScalarType.h>
@@ -16,6 +19,7 @@ struct ParamInfo {
   std::int64_t numel = 0;
   c10::ScalarType dtype = c10::ScalarType::Float;
   bool requires_grad = true;
+  bool alone = false;
 };
 
 struct BucketSpec {

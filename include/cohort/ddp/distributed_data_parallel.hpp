@@ -40,6 +40,7 @@
 #include <ATen/core/Tensor.h>
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -69,6 +70,13 @@ struct DdpOptions {
   bool overlap = true;
   // ZeRO stage: 0 plain data parallelism; 1 optimizer state sharded; 2 also gradients.
   int zero = 0;
+  // Parameters (by name) that get a bucket of their own, so that ZeRO cuts them alike wherever
+  // they are held: the tied copies on two pipeline stages, whose shards are then summed.
+  std::vector<std::string> alone;
+  // Parameters (by name) whose gradient arrives in several parts per backward: a module used by
+  // several recomputed segments (pipeline/recompute.hpp) has its accumulator run once per
+  // segment. Its gradient is taken after the last part.
+  std::map<std::string, int> arrivals;
 };
 
 // Stage 2: reduce-scatters in flight behind the bucket being filled (their buffers are held).
@@ -87,9 +95,8 @@ struct ShardPiece {
 // Bytes this rank holds for training, by kind (the memory figures of `cohort bench zero`).
 struct DdpMemory {
   std::int64_t parameter_bytes = 0;
-  std::int64_t gradient_bytes = 0;   // persistent: buckets (stage < 2) or shards (stage 2)
+  std::int64_t gradient_bytes = 0;     // persistent: buckets (stage < 2) or shards (stage 2)
   std::int64_t peak_bucket_bytes = 0;  // stage 2: the most bucket buffers held at once
-
 };
 
 struct DdpStepStats {
@@ -109,6 +116,9 @@ class DistributedDataParallel {
 
   void begin_step();
   void finish_step();
+  // Rank 0's buffers to every rank now (begin_step does it before each forward, with
+  // DdpOptions::broadcast_buffers): a checkpoint then saves one value of each. Collective.
+  void broadcast_buffers();
 
   // RAII scope for gradient accumulation without communication.
   class NoSync {

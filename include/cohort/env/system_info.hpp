@@ -2,6 +2,7 @@
 // and which BLAS library the process really calls.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 namespace cohort::env {
@@ -27,5 +28,10 @@ std::string library_of(const void* address);
 
 std::string hostname();
 int online_cpus();
+
+// Bytes the host heap has handed out now (malloc's small blocks and mmapped large ones): the
+// growth across a piece of code is what it still holds (activations, a pipeline's in-flight
+// micro-batches).
+std::int64_t heap_bytes_in_use();
 
 }  // namespace cohort::env

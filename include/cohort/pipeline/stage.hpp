@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <utility>
@@ -50,6 +51,14 @@ class Stage : public torch::nn::Module {
   // Intra-process placement: the stage's blocks are split over `devices` by parameter count and
   // their modules moved there. ConfigError for more devices than blocks.
   void place(const std::vector<c10::Device>& devices);
+  // Activation recompute (recompute.hpp) in segments of `every` consecutive blocks: forward()
+  // keeps only each segment's input while gradients are on; a segment's recomputation leaves its
+  // modules' buffers (BatchNorm statistics) as the forward left them. 0: off. After place().
+  void set_recompute(int every);
+  // Under recompute: the parameters used by more than one segment (GPT's tied embedding, in the
+  // first and the last), by name, with the number of segments using them: the parts in which
+  // their gradient arrives in one backward.
+  std::map<std::string, int> gradient_arrivals() const;
 
  private:
   int index_, stages_;
@@ -57,7 +66,10 @@ class Stage : public torch::nn::Module {
   std::vector<std::function<at::Tensor(const at::Tensor&)>> forwards_;
   std::vector<c10::Device> devices_;  // per block; empty: where the modules are
   std::vector<std::vector<std::shared_ptr<torch::nn::Module>>> modules_;  // per block
+  std::vector<std::vector<std::string>> module_names_;                    // per block
   std::vector<std::int64_t> weights_;
+  std::vector<std::function<at::Tensor(const at::Tensor&, bool)>> segments_;  // recompute
+  std::vector<std::pair<std::size_t, std::size_t>> segment_blocks_;  // [first, last) per segment
   std::vector<std::string> shared_;
   std::vector<int> sharing_stages_;
 };

@@ -63,6 +63,7 @@ struct ModelConfig {
   std::string init_prefix_map;  // "from.:to.,..."
   std::string init_skip;        // a regex: model tensors init_from leaves as initialised
   std::string freeze;           // a regex over parameter names
+  std::string recompute;        // none | blocks | every:K (recompute_segment())
   // The selected model's own section, typed (its ModelOptions struct), when it declared one.
   std::shared_ptr<const void> options;
 };
@@ -268,6 +269,10 @@ std::string to_string(Enum value);
 
 // Why `loss` cannot train `task` (one line), or empty when it can (or either is auto).
 std::string loss_task_mismatch(TaskKind task, LossKind loss);
+
+// model.recompute as blocks per recomputed segment: 0 for none, 1 for blocks, K for every:K;
+// -1 for anything else (a config error at load).
+int recompute_segment(const std::string& text);
 
 // docs/config.md, generated from the table.
 std::string reference_markdown();

@@ -207,7 +207,8 @@ void MpiCommunicator::reduce_scatter(const Call& call) {
   const MPI_Datatype type = mpi::datatype(out.scalar_type());
   const MPI_Op op = mpi::reduce_op(call.op, out.scalar_type());
   if (own_part(call.in, out, rank())) {
-    COHORT_MPI_CHECK(MPI_Reduce_scatter_block(MPI_IN_PLACE, call.in.data_ptr(), n, type, op, comm_));
+    COHORT_MPI_CHECK(
+        MPI_Reduce_scatter_block(MPI_IN_PLACE, call.in.data_ptr(), n, type, op, comm_));
     if (rank() != 0) out.copy_(call.in.narrow(0, 0, n));  // disjoint: the part is not the start
   } else {
     COHORT_MPI_CHECK(

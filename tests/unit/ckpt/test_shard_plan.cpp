@@ -129,11 +129,11 @@ BOOST_AUTO_TEST_CASE(tensors_held_in_parts_are_written_by_their_holders) {
   const auto plan = ShardPlan::among_holdings(tensors, holdings, 4);
   check_exact_cover(plan);
   for (const auto& s : plan.slices()) {
-    const bool held = std::any_of(holdings[s.tensor].begin(), holdings[s.tensor].end(),
-                                  [&](const Holding& h) {
-                                    return h.rank == s.rank && h.offset <= s.offset &&
-                                           s.offset + s.count <= h.offset + h.count;
-                                  });
+    const bool held =
+        std::any_of(holdings[s.tensor].begin(), holdings[s.tensor].end(), [&](const Holding& h) {
+          return h.rank == s.rank && h.offset <= s.offset &&
+                 s.offset + s.count <= h.offset + h.count;
+        });
     BOOST_TEST(held, "slice of tensor " << s.tensor << " at " << s.offset << " by " << s.rank);
   }
   // The first holder writes a piece: ranks 0 and 1 write fc0.weight, 2 and 3 none of it.

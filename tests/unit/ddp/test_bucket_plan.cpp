@@ -46,6 +46,20 @@ BOOST_AUTO_TEST_CASE(a_parameter_larger_than_the_cap_gets_its_own_bucket) {
   BOOST_TEST(plan[1].numel == 1000);
 }
 
+// A parameter marked alone (a tied copy under ZeRO) gets a bucket holding only itself, at its
+// place in the reverse order; the others fill buckets around it as before.
+BOOST_AUTO_TEST_CASE(a_parameter_marked_alone_gets_a_bucket_of_its_own) {
+  std::vector<ParamInfo> params(4, ParamInfo{10, c10::ScalarType::Float, true});
+  params[0].alone = true;
+  params[2].alone = true;
+  const auto plan = plan_buckets(params, 1 << 20, 1 << 20);
+  BOOST_TEST_REQUIRE(plan.size() == 3u);
+  BOOST_TEST(plan[0].params == (Indices{2}), boost::test_tools::per_element());
+  BOOST_TEST(plan[1].params == (Indices{0}), boost::test_tools::per_element());
+  BOOST_TEST(plan[2].params == (Indices{3, 1}), boost::test_tools::per_element());
+  BOOST_TEST(plan[0].numel == 10);
+}
+
 BOOST_AUTO_TEST_CASE(one_huge_bucket) {
   std::vector<ParamInfo> params(7, ParamInfo{33, c10::ScalarType::Float, true});
   const auto plan = plan_buckets(params, 1u << 30, 1u << 30);

@@ -1,0 +1,91 @@
+// `cohort bench zero`: what ZeRO stages 0, 1 and 2 hold per rank and cost per step, side by side.
+#include <boost/program_options.hpp>
+#include <cstdio>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "cohort/comm/mpi_session.hpp"
+#include "cohort/error.hpp"
+#include "cohort/train/bench_zero.hpp"
+#include "command.hpp"
+
+namespace cohort::cli {
+
+namespace po = boost::program_options;
+using nlohmann::json;
+
+namespace {
+
+void print_text(const train::ZeroBenchResult& r, const train::ZeroBenchOptions& o) {
+  const double mib = 1048576.0;
+  std::printf("ZeRO, MLP %lld parameters, AdamW, %d ranks, batch %lld/rank, overlap %s\n",
+              static_cast<long long>(r.parameters), r.ranks, static_cast<long long>(o.batch),
+              o.overlap ? "on" : "off");
+  std::printf(
+      "  stage  parameters  gradients  optimizer    held  theory  held/theory  buckets"
+      "  step ms  vs DDP\n");
+  for (const auto& f : r.stages) {
+    std::printf("  %5d  %7.1f MiB %7.1f MiB %7.1f MiB %7.1f %7.1f  %11.3f %6.1f MiB %8.2f %7.3f\n",
+                f.stage, f.parameter_bytes / mib, f.gradient_bytes / mib, f.optimizer_bytes / mib,
+                (f.parameter_bytes + f.gradient_bytes + f.optimizer_bytes) / mib,
+                f.theory_bytes / mib, f.held_ratio, f.bucket_bytes / mib, f.step_ms, f.step_ratio);
+  }
+  std::printf(
+      "  theory for Psi parameters over N ranks: 16 Psi (DDP), 4 Psi + 4 Psi + 8 Psi/N "
+      "(stage 1), 4 Psi + 12 Psi/N (stage 2); 'buckets': stage 2's transient gradient "
+      "buffers at most (docs/parallelism.md)\n");
+}
+
+}  // namespace
+
+int bench_zero(const std::vector<std::string>& args, int* argc, char*** argv) {
+  train::ZeroBenchOptions o;
+  po::options_description desc("cohort bench zero options");
+  desc.add_options()("help,h", "show this help")("json", "print JSON")(
+      "layers", po::value(&o.layers)->multitoken(), "MLP widths (default 1024 2048 2048 1024 10)")(
+      "batch", po::value(&o.batch)->default_value(o.batch), "per-rank batch")(
+      "steps", po::value(&o.steps)->default_value(o.steps), "measured steps per stage")(
+      "threads", po::value(&o.threads)->default_value(o.threads), "torch threads per rank")(
+      "bucket-bytes", po::value(&o.bucket_bytes)->default_value(o.bucket_bytes), "bucket size")(
+      "overlap", "reduce buckets during backward (parallel.overlap)");
+  po::variables_map vm;
+  po::store(po::command_line_parser(args).options(desc).run(), vm);
+  po::notify(vm);
+  if (vm.count("help")) {
+    std::cout << "usage: cohort launch -n N -- cohort bench zero [options]\n" << desc;
+    return 0;
+  }
+  COHORT_CHECK(o.layers.size() >= 2 && o.batch >= 1 && o.steps >= 1 && o.threads >= 1, UsageError,
+               "cohort bench zero: --layers needs two widths or more; --batch, --steps and "
+               "--threads at least 1");
+  o.overlap = vm.count("overlap") != 0;
+  comm::MpiSession session(argc, argv);
+  const auto r = train::bench_zero(session, o);
+  if (session.rank() != 0) return 0;
+  if (!vm.count("json")) {
+    print_text(r, o);
+    return 0;
+  }
+  json stages = json::array();
+  for (const auto& f : r.stages) {
+    stages.push_back({{"stage", f.stage},
+                      {"parameter_bytes", f.parameter_bytes},
+                      {"gradient_bytes", f.gradient_bytes},
+                      {"optimizer_bytes", f.optimizer_bytes},
+                      {"bucket_bytes", f.bucket_bytes},
+                      {"theory_bytes", f.theory_bytes},
+                      {"held_ratio", f.held_ratio},
+                      {"step_ms", f.step_ms},
+                      {"step_ratio", f.step_ratio}});
+  }
+  std::cout << json{{"ranks", r.ranks},
+                    {"parameters", r.parameters},
+                    {"batch", o.batch},
+                    {"overlap", o.overlap},
+                    {"stages", stages}}
+                   .dump(2, ' ', false, kJsonReplace)
+            << "\n";
+  return 0;
+}
+
+}  // namespace cohort::cli
