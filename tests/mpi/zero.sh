@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # ZeRO stages 1 and 2 (parallel.zero) through `cohort train`, on real mpirun ranks.
-#   zero.sh COHORT WORK equivalence|resume|bad_config
+#   zero.sh COHORT WORK equivalence|resume|bench|bad_config
 # equivalence: the MLP and the GPT, SGD with momentum and AdamW, on 2 and 4 ranks; gradient
 #   accumulation with clipping by the global norm; bf16 autocast; 2 pipeline stages x 2 data
 #   ranks (the MLP, and the GPT with its embedding tied across the first and last stage); the
@@ -19,6 +19,7 @@
 #   (bit-identical: same summation order), with zero 0 on 2 and zero 1 on 1 (another world size:
 #   within float32 tolerance, as docs/training.md says of any resharded resume); a DDP checkpoint
 #   resumed with zero 2 (bit-identical); `cohort ckpt export` of a ZeRO checkpoint.
+# bench: `cohort bench zero --json` on 2 ranks: bytes held per rank per stage against the theory.
 # bad_config: parallel.zero = 3 and -1: one line each, exit 2.
 set -euo pipefail
 cohort=$1 work=$2 mode=$3
@@ -151,6 +152,25 @@ with h5py.File('U.h5', 'r') as f:
         assert np.array_equal(f[n][...].reshape(-1).astype(np.float64), ref['model.' + n]), n
 print(f'cohort ckpt export of a ZeRO checkpoint: {len(names)} tensors, the run\'s weights')
 "
+  ;;
+bench)
+  # `cohort bench zero` on 2 ranks, small: each stage's bytes held per rank against the theory
+  # (16, 8 + 8/N, 4 + 12/N bytes per parameter) and stage 2's gradients at 1/N. Not timed here.
+  $MPIEXEC $MPIEXEC_FLAGS -np 2 "$cohort" bench zero --layers 64 256 256 10 --steps 2 --json \
+    >bench.json
+  /usr/bin/python3 - <<'PY'
+import json
+r = json.load(open("bench.json"))
+assert r["ranks"] == 2 and len(r["stages"]) == 3, r
+psi, n = r["parameters"], r["ranks"]
+for s in r["stages"]:
+    held = s["parameter_bytes"] + s["gradient_bytes"] + s["optimizer_bytes"]
+    theory = {0: 16 * psi, 1: 8 * psi + 8 * psi / n, 2: 4 * psi + 12 * psi / n}[s["stage"]]
+    assert abs(s["theory_bytes"] - theory) < 1 and 1 <= held / theory <= 1.01, (s, theory)
+    print(f"stage {s['stage']}: {held} bytes held per rank, theory {theory:.0f}")
+assert r["stages"][2]["gradient_bytes"] <= r["stages"][0]["gradient_bytes"] / n + 64
+assert r["stages"][2]["bucket_bytes"] > 0 and r["stages"][0]["bucket_bytes"] == 0
+PY
   ;;
 bad_config)
   expect() {  # ranks "message" args...: exit code 2 and the message, on one line

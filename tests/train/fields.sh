@@ -7,7 +7,8 @@
 #    again resumes where it stopped: its loss after the resume is bit-identical to the
 #    uninterrupted run's;
 #  - collective MPI-IO reads (data.driver=mpio) give the bit-identical run;
-#  - a field dataset refuses pipeline stages with one line naming the file;
+#  - a field dataset refuses pipeline stages with one line naming the file, and its model (no
+#    blocks) activation recompute;
 #  - several targets (a float 'aaa', 'label', 'zzz' = (label + 1) % 5, written by h5py):
 #    data.target=zzz trains bit-identically to a one-target set whose label is zzz, and
 #    data.target=label to the original set; the first target (float) and an unknown name are
@@ -37,6 +38,9 @@ train 2 16 b --set data.bucket=4 >b2.log 2>&1 || fail "resumed B: $(cat b2.log)"
 grep -q "resumed from .*step-00000017" b2.log || fail "B did not resume at step 17: $(cat b2.log)"
 if train 2 16 pipe --set parallel.pipeline_stages=2 >pipe.log 2>&1; then fail "pipeline stages accepted"; fi
 grep -q "train.h5: a field dataset's model runs whole" pipe.log || fail "pipeline: $(cat pipe.log)"
+if train 0 32 rc --set model.recompute=blocks >rc.log 2>&1; then fail "recompute accepted"; fi
+grep -q "model.recompute: model fields_mlp is not a sequence of blocks" rc.log ||
+  fail "recompute of a model without blocks: $(cat rc.log)"
 /usr/bin/python3 - <<'PY'
 import h5py, numpy as np
 with h5py.File("train.h5") as src, h5py.File("three.h5", "w") as a, h5py.File("perm.h5", "w") as b:
