@@ -26,20 +26,18 @@
 #include "cohort/io/unique_fd.hpp"
 #include "cohort/train/config.hpp"
 #include "cohort/train/model.hpp"
+#include "train/bench_common.hpp"
 #include "train/checkpointing.hpp"
 
 namespace cohort::train {
 namespace {
 
+using bench::median;
+
 using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[v.size() / 2];
 }
 
 double slowest(comm::Communicator& comm, double seconds) {

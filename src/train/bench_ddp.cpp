@@ -12,25 +12,15 @@
 #include "cohort/comm/bench.hpp"
 #include "cohort/comm/factory.hpp"
 #include "cohort/ddp/distributed_data_parallel.hpp"
+#include "train/bench_common.hpp"
 
 namespace cohort::train {
 namespace {
 
+using bench::make_mlp;
+using bench::median;
+
 using Clock = std::chrono::steady_clock;
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[v.size() / 2];
-}
-
-torch::nn::Sequential make_mlp(const std::vector<std::int64_t>& widths) {
-  torch::nn::Sequential net;
-  for (size_t i = 0; i + 1 < widths.size(); ++i) {
-    net->push_back(torch::nn::Linear(widths[i], widths[i + 1]));
-    if (i + 2 < widths.size()) net->push_back(torch::nn::ReLU());
-  }
-  return net;
-}
 
 // One way of training the same MLP: its own model copy (same seed), optimizer and maybe DDP.
 struct Variant {

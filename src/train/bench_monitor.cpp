@@ -13,14 +13,12 @@
 #include "cohort/error.hpp"
 #include "cohort/train/config.hpp"
 #include "cohort/train/trainer.hpp"
+#include "train/bench_common.hpp"
 
 namespace cohort::train {
 namespace {
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[v.size() / 2];
-}
+using bench::median;
 
 std::string join(const std::vector<std::int64_t>& v) {
   std::string s;

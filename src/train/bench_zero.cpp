@@ -13,25 +13,15 @@
 
 #include "cohort/comm/factory.hpp"
 #include "cohort/ddp/distributed_data_parallel.hpp"
+#include "train/bench_common.hpp"
 
 namespace cohort::train {
 namespace {
 
+using bench::make_mlp;
+using bench::median;
+
 using Clock = std::chrono::steady_clock;
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[v.size() / 2];
-}
-
-torch::nn::Sequential make_mlp(const std::vector<std::int64_t>& widths) {
-  torch::nn::Sequential net;
-  for (std::size_t i = 0; i + 1 < widths.size(); ++i) {
-    net->push_back(torch::nn::Linear(widths[i], widths[i + 1]));
-    if (i + 2 < widths.size()) net->push_back(torch::nn::ReLU());
-  }
-  return net;
-}
 
 // One stage's copy of the model (same seed), its DDP and its AdamW over what the stage steps.
 struct Variant {
