@@ -7,6 +7,8 @@
 
 #include <array>
 #include <cstdlib>
+#include <fstream>
+#include <string>
 #include <memory>
 
 #include "cohort/env/environment.hpp"
@@ -75,6 +77,16 @@ std::string hostname() {
 int online_cpus() {
   const long n = sysconf(_SC_NPROCESSORS_ONLN);
   return n > 0 ? static_cast<int>(n) : 1;
+}
+
+std::int64_t peak_rss_bytes() {
+  std::ifstream status("/proc/self/status");
+  for (std::string line; std::getline(status, line);) {
+    if (line.compare(0, 6, "VmHWM:") != 0) continue;
+    const long long kib = std::atoll(line.c_str() + 6);  // "VmHWM:   123456 kB"
+    return kib > 0 ? static_cast<std::int64_t>(kib) * 1024 : 0;
+  }
+  return 0;
 }
 
 std::int64_t heap_bytes_in_use() {

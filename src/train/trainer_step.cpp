@@ -4,6 +4,7 @@
 #include <ATen/ops/_foreach_norm.h>
 #include <ATen/ops/stack.h>
 #include <ATen/ops/tensor.h>
+#include <ATen/ops/zeros.h>
 
 #include <chrono>
 #include <cmath>
@@ -58,13 +59,21 @@ double Trainer::Impl::grad_norm(std::int64_t index) {
 
 // The bytes one micro-batch's forward left held for its backward (activations, the loss's
 // inputs), measured once per run as the growth of the host heap: metrics.jsonl's "memory" record.
+// With it, each rank's peak resident memory so far (start-up and that forward): one all-gather,
+// every rank measuring at the same step.
 void Trainer::Impl::report_activations(std::int64_t bytes, std::int64_t index) {
   activation_bytes = bytes;
+  at::Tensor mine = at::tensor({env::peak_rss_bytes()}, at::kLong);
+  at::Tensor all = at::zeros({control->size()}, at::kLong);
+  control->all_gather(all, mine);
+  std::vector<std::int64_t> peaks(all.data_ptr<std::int64_t>(),
+                                  all.data_ptr<std::int64_t>() + all.numel());
   log({{"event", "memory"},
        {"step", index + 1},
        {"activation_bytes", bytes},
        {"recompute", config.model.recompute},
-       {"micro_batch", plan.batch_size}});
+       {"micro_batch", plan.batch_size},
+       {"peak_rss_bytes", peaks}});
 }
 
 // Each phase ends with a lap of the step timer.

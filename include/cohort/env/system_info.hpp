@@ -33,5 +33,8 @@ int online_cpus();
 // growth across a piece of code is what it still holds (activations, a pipeline's in-flight
 // micro-batches).
 std::int64_t heap_bytes_in_use();
+// The process's peak resident memory so far (VmHWM of /proc/self/status), in bytes; 0 when the
+// kernel does not say.
+std::int64_t peak_rss_bytes();
 
 }  // namespace cohort::env
