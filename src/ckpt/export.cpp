@@ -11,12 +11,14 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 #include <string_view>
 #include <vector>
 
 #include "ckpt/files.hpp"
 #include "cohort/ckpt/inspect.hpp"
 #include "cohort/ckpt/reader.hpp"
+#include "cohort/ckpt/tensor_parts.hpp"
 #include "cohort/error.hpp"
 #include "cohort/io/files.hpp"
 #include "common/torchscript_load.hpp"
@@ -35,19 +37,34 @@ bool ends_with(const std::string& text, std::string_view suffix) {
          text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-// The entries selected by the options, with their exported names.
-std::vector<std::pair<std::string, const TensorEntry*>> selection(const Manifest& m,
-                                                                  const ExportOptions& options) {
-  std::vector<std::pair<std::string, const TensorEntry*>> chosen;
+// A tensor to export: its exported name and the checkpoint's name for it, which is a stored
+// entry, or (entry null) a whole tensor joined from tensor-parallel parts.
+struct Selected {
+  std::string name;
+  std::string stored;
+  const TensorEntry* entry = nullptr;
+};
+
+// The tensors selected by the options, in the manifest's order; tensor-parallel parts are joined
+// into whole tensors (ckpt/tensor_parts.hpp), and layout entries are left out.
+std::vector<Selected> selection(const Manifest& m, const ExportOptions& options) {
+  const auto split = tensor_split_params(m);
+  std::vector<Selected> chosen;
+  std::set<std::string> joined;
   for (const auto& t : m.tensors) {
-    if (t.name.rfind(options.prefix, 0) != 0) continue;
-    std::string name = options.strip_prefix ? t.name.substr(options.prefix.size()) : t.name;
-    if (!name.empty()) chosen.emplace_back(std::move(name), &t);
+    if (is_layout_entry(t.name)) continue;
+    const auto whole = joined_name(t.name, split);
+    const std::string& stored = whole ? *whole : t.name;
+    if (stored.rfind(options.prefix, 0) != 0 || !joined.insert(stored).second) continue;
+    std::string name = options.strip_prefix ? stored.substr(options.prefix.size()) : stored;
+    if (!name.empty()) chosen.push_back({std::move(name), stored, whole ? nullptr : &t});
   }
   return chosen;
 }
 
-at::Tensor read_tensor(CheckpointReader& reader, const TensorEntry& entry, bool verify) {
+at::Tensor read_tensor(CheckpointReader& reader, const Selected& selected, bool verify) {
+  if (selected.entry == nullptr) return *read_joined(reader, selected.stored, verify);
+  const TensorEntry& entry = *selected.entry;
   at::Tensor t = at::empty(entry.shape, at::TensorOptions().dtype(scalar_type_of(entry.dtype)));
   reader.read(entry, t.data_ptr(), verify);
   return t;
@@ -57,10 +74,11 @@ ExportSummary write_torch(CheckpointReader& reader, const std::string& tmp,
                           const ExportOptions& options) {
   ExportSummary summary;
   c10::Dict<std::string, at::Tensor> dict;
-  for (const auto& [name, entry] : selection(reader.manifest(), options)) {
-    dict.insert(name, read_tensor(reader, *entry, options.verify));
+  for (const auto& selected : selection(reader.manifest(), options)) {
+    const at::Tensor t = read_tensor(reader, selected, options.verify);
+    dict.insert(selected.name, t);
     summary.tensors += 1;
-    summary.bytes += entry->numel() * dtype_bytes(entry->dtype);
+    summary.bytes += static_cast<std::int64_t>(t.nbytes());
   }
   const std::vector<char> bytes = torch::jit::pickle_save(c10::IValue(dict));
   write_file_synced(tmp, std::string_view(bytes.data(), bytes.size()));
@@ -80,21 +98,21 @@ ExportSummary write_torchscript(CheckpointReader& reader, const std::string& tmp
   }
   torch::jit::Module module =
       torchscript::load<UsageError>(file, options.run_module ? "--run-module" : "--torchscript");
-  std::map<std::string, const TensorEntry*> stored;
-  for (const auto& [name, entry] : selection(reader.manifest(), options)) stored[name] = entry;
+  std::map<std::string, Selected> stored;
+  for (auto& selected : selection(reader.manifest(), options)) stored[selected.name] = selected;
   ExportSummary summary;
   c10::AutoGradMode no_grad(false);  // copy_ into parameters that require gradients
   const auto replace = [&](const std::string& name, at::Tensor target) {
     const auto it = stored.find(name);
     COHORT_CHECK(it != stored.end(), UsageError, reader.path(), ": no tensor '", options.prefix,
                  name, "', which ", file, " has (not the module this run trained?)");
-    const TensorEntry& entry = *it->second;
-    COHORT_CHECK(entry.shape == target.sizes().vec(), UsageError, reader.path(), ": tensor '",
-                 options.prefix, name, "' is ", shape_text(entry.shape), " where ", file, " has ",
-                 shape_text(target.sizes().vec()));
-    target.copy_(read_tensor(reader, entry, options.verify));
+    const at::Tensor value = read_tensor(reader, it->second, options.verify);
+    COHORT_CHECK(value.sizes() == target.sizes(), UsageError, reader.path(), ": tensor '",
+                 options.prefix, name, "' is ", shape_text(value.sizes().vec()), " where ", file,
+                 " has ", shape_text(target.sizes().vec()));
+    target.copy_(value);
     summary.tensors += 1;
-    summary.bytes += entry.numel() * dtype_bytes(entry.dtype);
+    summary.bytes += static_cast<std::int64_t>(value.nbytes());
     stored.erase(it);
   };
   for (const auto& p : module.named_parameters(/*recurse=*/true)) replace(p.name, p.value);
@@ -124,22 +142,23 @@ ExportSummary write_hdf5(CheckpointReader& reader, const std::string& tmp,
     h5::write_attribute(file.get(), "world_size", std::int64_t{m.world_size}, tmp);
     h5::write_attribute(file.get(), "config_hash", m.config_hash, tmp);
     h5::write_attribute(file.get(), "source", reader.path(), tmp);
-    for (const auto& [name, entry] : selection(m, options)) {
-      at::Tensor t = read_tensor(reader, *entry, options.verify);
-      if (entry->dtype == "bfloat16") t = t.to(at::kFloat);  // exact; HDF5 has no bfloat16
-      const io::DType type =
-          entry->dtype == "bfloat16" ? io::DType::kFloat32 : storage_of(entry->dtype);
+    for (const auto& selected : selection(m, options)) {
+      at::Tensor t = read_tensor(reader, selected, options.verify);
+      const std::string dtype = dtype_name(t.scalar_type());
+      const std::vector<std::int64_t> shape = t.sizes().vec();
+      summary.tensors += 1;
+      summary.bytes += static_cast<std::int64_t>(t.nbytes());
+      if (dtype == "bfloat16") t = t.to(at::kFloat);  // exact; HDF5 has no bfloat16
+      const io::DType type = dtype == "bfloat16" ? io::DType::kFloat32 : storage_of(dtype);
       // A 0-d tensor is stored as one element; its `shape` attribute says "[]".
-      const std::int64_t rows = entry->shape.empty() ? 1 : entry->shape[0];
-      const std::vector<std::int64_t> inner(entry->shape.begin() + (entry->shape.empty() ? 0 : 1),
-                                            entry->shape.end());
+      const std::int64_t rows = shape.empty() ? 1 : shape[0];
+      const std::vector<std::int64_t> inner(shape.begin() + (shape.empty() ? 0 : 1), shape.end());
+      const std::string& name = selected.name;
       const std::string where = tmp + ": " + name;
       h5::Hid set = h5::create_dataset(file.get(), name, type, rows, inner, 4 << 20, where);
       if (t.numel() > 0) h5::write_rows(set.get(), 0, rows, type, t.data_ptr(), where);
-      h5::write_attribute(set.get(), "dtype", entry->dtype, where);
-      h5::write_attribute(set.get(), "shape", shape_text(entry->shape), where);
-      summary.tensors += 1;
-      summary.bytes += entry->numel() * dtype_bytes(entry->dtype);
+      h5::write_attribute(set.get(), "dtype", dtype, where);
+      h5::write_attribute(set.get(), "shape", shape_text(shape), where);
     }
   }  // closed before the fsync
   fsync_file(tmp);

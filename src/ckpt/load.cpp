@@ -39,10 +39,17 @@ std::vector<std::string> candidates(const std::string& dir) {
 // Reassembles every wanted tensor from the candidate into fresh buffers; throws IoError naming
 // the file and the reason when anything is missing, different or corrupt.
 std::vector<at::Tensor> read_all(CheckpointReader& reader, const std::vector<NamedTensor>& into,
-                                 bool verify) {
+                                 bool verify, const TensorSource& source) {
   const std::string& path = reader.path();
   std::vector<at::Tensor> result;
   for (const auto& want : into) {
+    if (source) {
+      at::Tensor buffer = at::empty(want.tensor.sizes(), want.tensor.options().device(at::kCPU));
+      if (source(reader, want, buffer, verify)) {
+        result.push_back(buffer);
+        continue;
+      }
+    }
     const TensorEntry* entry = reader.manifest().find(want.name);
     COHORT_CHECK(entry != nullptr, IoError, path, "/manifest.json: no tensor '", want.name, "'");
     const std::string dtype = dtype_name(want.tensor.scalar_type());
@@ -69,7 +76,8 @@ std::vector<at::Tensor> read_all(CheckpointReader& reader, const std::vector<Nam
 
 std::optional<LoadedCheckpoint> load_latest(const std::string& dir, std::vector<NamedTensor>& into,
                                             comm::Communicator& comm, bool verify,
-                                            std::FILE* warnings, const CandidateCheck& check) {
+                                            std::FILE* warnings, const CandidateCheck& check,
+                                            const TensorSource& source) {
   for (const auto& name : candidates(dir)) {
     const std::string path = dir + "/" + name;
     LoadedCheckpoint loaded;
@@ -79,7 +87,7 @@ std::optional<LoadedCheckpoint> load_latest(const std::string& dir, std::vector<
     try {
       CheckpointReader reader(path);
       loaded.manifest = reader.manifest();
-      buffers = read_all(reader, into, verify);
+      buffers = read_all(reader, into, verify, source);
       if (loaded.manifest.world_size == comm.size()) {
         loaded.rank_state = reader.rank_state(comm.rank());
       }

@@ -76,6 +76,8 @@ ColumnParallelLinearImpl::ColumnParallelLinearImpl(std::int64_t in, std::int64_t
 
 void ColumnParallelLinearImpl::shard(comm::Communicator* group, const at::Tensor& rows) {
   group_ = group;
+  whole_ = weight.size(0);
+  kept_ = rows.clone();
   keep(weight, 0, rows);
   keep(bias, 0, rows);
 }
@@ -92,6 +94,8 @@ RowParallelLinearImpl::RowParallelLinearImpl(std::int64_t in, std::int64_t out) 
 
 void RowParallelLinearImpl::shard(comm::Communicator* group, const at::Tensor& columns) {
   group_ = group;
+  whole_ = weight.size(1);
+  kept_ = columns.clone();
   keep(weight, 1, columns);
 }
 
@@ -117,6 +121,21 @@ std::vector<std::string> split_parameter_names(torch::nn::Module& module) {
     }
   }
   return names;
+}
+
+std::map<std::string, SplitLayout> split_parameter_layouts(torch::nn::Module& module) {
+  std::map<std::string, SplitLayout> layouts;
+  for (const auto& item : module.named_modules("", /*include_self=*/false)) {
+    const std::string& prefix = item.key();
+    if (const auto* column = item.value()->as<ColumnParallelLinearImpl>()) {
+      if (!column->split()) continue;
+      layouts[prefix + ".weight"] = {0, column->whole(), column->kept()};
+      layouts[prefix + ".bias"] = {0, column->whole(), column->kept()};
+    } else if (const auto* row = item.value()->as<RowParallelLinearImpl>()) {
+      if (row->split()) layouts[prefix + ".weight"] = {1, row->whole(), row->kept()};
+    }
+  }
+  return layouts;
 }
 
 at::Tensor even_part(std::int64_t n, int rank, int size) {

@@ -21,6 +21,7 @@
 
 #include "cohort/ckpt/inspect.hpp"
 #include "cohort/ckpt/reader.hpp"
+#include "cohort/ckpt/tensor_parts.hpp"
 #include "cohort/comm/factory.hpp"
 #include "cohort/comm/mpi_session.hpp"
 #include "cohort/env/environment.hpp"
@@ -29,6 +30,7 @@
 #include "cohort/train/config.hpp"
 #include "common/checked_math.hpp"
 #include "common/torch_compat.hpp"
+#include "train/tensor_reshard.hpp"
 
 namespace cohort::train {
 namespace {
@@ -85,7 +87,7 @@ TrainCheckpoints::TrainCheckpoints(const TrainConfig& config, std::string config
 }
 
 void TrainCheckpoints::set_layout(int data, int tensor_rank, int tensor,
-                                  std::set<std::string> split) {
+                                  std::map<std::string, pipeline::SplitLayout> split) {
   data_ = data;
   tensor_rank_ = tensor_rank;
   tensor_ = tensor;
@@ -97,8 +99,9 @@ std::string TrainCheckpoints::saved_name(const std::string& parameter) const {
   return parameter + ".tp" + std::to_string(tensor_rank_) + "of" + std::to_string(tensor_);
 }
 
-// A checkpoint written with another tensor split names its parts differently: say so plainly
-// instead of skipping every checkpoint and starting over.
+// A checkpoint written with another tensor split is resharded from its layout entries; one
+// written before they existed (or with none) cannot be: say so plainly instead of skipping every
+// checkpoint and starting over.
 void TrainCheckpoints::check_tensor_split() const {
   std::string latest;
   try {
@@ -121,12 +124,11 @@ void TrainCheckpoints::check_tensor_split() const {
       break;
     }
   }
-  COHORT_CHECK(
-      written == tensor_, ConfigError, latest,
-      "/manifest.json: written with parallel.tensor = ", written,
-      "; this run has parallel.tensor = ", tensor_,
-      ": tensor-parallel checkpoints load only with the same parallel.tensor (data-parallel "
-      "size and pipeline stages may change)");
+  COHORT_CHECK(written == tensor_ || !ckpt::tensor_split_params(manifest).empty(), ConfigError,
+               latest, "/manifest.json: written with parallel.tensor = ", written,
+               " without the layouts of its parts (an older Cohort); this run has "
+               "parallel.tensor = ",
+               tensor_, ": such a checkpoint loads only with the same parallel.tensor");
 }
 
 TrainCheckpoints::~TrainCheckpoints() {
@@ -141,6 +143,17 @@ void TrainCheckpoints::finish() {
 
 // The training state as named tensors. create_optimizer_state: give every parameter the state
 // its optimizer would create at its first step (zeros), so that a checkpoint can fill it.
+// "layout.<name>.tp<r>of<t>" = [dim, whole, kept indices...] for each split parameter.
+void TrainCheckpoints::add_layouts(std::vector<ckpt::NamedTensor>& out) const {
+  for (const auto& [name, layout] : split_) {
+    at::Tensor value = at::empty({layout.kept.numel() + 2}, at::kLong);
+    value[0] = layout.dim;
+    value[1] = layout.whole;
+    value.narrow(0, 2, layout.kept.numel()).copy_(layout.kept);
+    out.push_back({"layout." + saved_name(name), value});
+  }
+}
+
 std::vector<ckpt::NamedTensor> TrainCheckpoints::tensors(bool create_optimizer_state) {
   std::vector<ckpt::NamedTensor> out;
   adamw_steps_.clear();
@@ -227,7 +240,8 @@ std::optional<ResumePoint> TrainCheckpoints::resume(std::int64_t batch_size, std
                  ": rank_state is ", c.rank_state.size(), " bytes, not a random generator state (",
                  generator_bytes, " bytes)");
   };
-  const auto loaded = ckpt::load_latest(dir_, wanted, *comm_, options_.verify, progress, plausible);
+  const auto loaded = ckpt::load_latest(dir_, wanted, *comm_, options_.verify, progress, plausible,
+                                        tensor_reshard_source(split_, tensor_));
   if (!loaded) {
     optimizer_.state().clear();  // a fresh start: the optimizer creates its own state
     return std::nullopt;
@@ -271,6 +285,7 @@ void TrainCheckpoints::save(std::int64_t step, const data::LoaderState& loader,
   request.attempt = attempt_;
   request.nodes = nodes_;
   request.tensors = tensors(/*create_optimizer_state=*/false);
+  add_layouts(request.tensors);
   request.tensors.push_back(
       {"trainer.position",
        at::tensor({step, loader.epoch, loader.batch, global_batch}, at::kLong)});

@@ -27,6 +27,7 @@
 #include <exception>
 #include <functional>
 #include <future>
+#include <map>
 #include <memory>
 #include <optional>
 #include <set>
@@ -38,6 +39,7 @@
 #include "cohort/ckpt/checkpoint.hpp"
 #include "cohort/comm/communicator.hpp"
 #include "cohort/data/loader.hpp"
+#include "cohort/pipeline/tensor_parallel.hpp"
 #include "cohort/train/config.hpp"
 #include "cohort/train/model.hpp"
 
@@ -91,9 +93,12 @@ class TrainCheckpoints {
   using OnCommitted = std::function<void(std::int64_t, const std::string&, double, bool)>;
   void set_on_committed(OnCommitted f) { on_committed_ = std::move(f); }
   // Model parallelism: `data` replicas make the global batch; the parameters in `split` are this
-  // rank's part `tensor_rank` of `tensor` and are saved as "<name>.tp<r>of<t>" (their parts
-  // differ between tensor ranks), which only a run with the same parallel.tensor can load.
-  void set_layout(int data, int tensor_rank, int tensor, std::set<std::string> split);
+  // rank's part `tensor_rank` of `tensor`, cut as their layouts say, and are saved as
+  // "<name>.tp<r>of<t>" (their parts differ between tensor ranks) with a "layout.<name>.tp<r>of<t>"
+  // each: a run with another parallel.tensor joins the parts and cuts its own
+  // (ckpt/tensor_parts.hpp).
+  void set_layout(int data, int tensor_rank, int tensor,
+                  std::map<std::string, pipeline::SplitLayout> split);
   // Runs at the start of every save, on the training thread (the trainer: rank 0's buffers to
   // its data-parallel group, so that a replicated buffer is saved with one value).
   void set_before_save(std::function<void()> f) { before_save_ = std::move(f); }
@@ -105,6 +110,7 @@ class TrainCheckpoints {
 
  private:
   std::vector<ckpt::NamedTensor> tensors(bool create_optimizer_state);
+  void add_layouts(std::vector<ckpt::NamedTensor>& out) const;
   void add_optimizer_state(const OptimizedPart& part, bool whole, bool create,
                            std::vector<ckpt::NamedTensor>& out);
   std::string saved_name(const std::string& parameter) const;
@@ -131,7 +137,7 @@ class TrainCheckpoints {
   int nodes_ = 1;
   int data_ = 0;  // data-parallel replicas (0: every rank is one)
   int tensor_rank_ = 0, tensor_ = 1;
-  std::set<std::string> split_;
+  std::map<std::string, pipeline::SplitLayout> split_;
   std::vector<OptimizedPart> parts_;  // empty: the model's trainable parameters, whole
   OnCommitted on_committed_;
   std::function<void()> before_save_;

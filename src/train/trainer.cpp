@@ -110,9 +110,9 @@ void Trainer::Impl::setup() {
   schedule = std::make_unique<LrSchedule>(config.optim, plan.total_steps);
   checkpoints = std::make_unique<TrainCheckpoints>(config, summary.config_hash, session,
                                                    parallel->trained(), *optimizer);
-  const auto split = pipeline::split_parameter_names(parallel->trained());
   checkpoints->set_layout(parallel->layout().data(), parallel->coords().tensor,
-                          parallel->layout().tensor(), {split.begin(), split.end()});
+                          parallel->layout().tensor(),
+                          pipeline::split_parameter_layouts(parallel->trained()));
   // BatchNorm statistics move on each rank's own batch after DDP's broadcast: a save takes rank
   // 0's (what the next step would broadcast anyway), not a mix of the ranks' values.
   checkpoints->set_before_save([this] { parallel->ddp().broadcast_buffers(); });

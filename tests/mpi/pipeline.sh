@@ -17,7 +17,9 @@
 # layout: `cohort env --parallel` prints the mapping the trainer uses (the trainer's own groups
 #   are checked by equivalence), alone and inside mpirun, and refuses impossible ones.
 # resume: a 2-stage x 2-replica checkpoint resumes on 2 ranks (1 replica) and on 1 process (no
-#   pipeline); a tensor-parallel checkpoint refuses another parallel.tensor clearly.
+#   pipeline); a parallel.tensor = 2 checkpoint resumes with 1, with 4 and with 1 x 4 data ranks
+#   under ZeRO 2 (its parts joined and cut again), each ending like the uninterrupted run, and
+#   its export holds whole tensors; one without the layouts of its parts is refused clearly.
 set -euo pipefail
 cohort=$1 work=$2 mode=$3
 here=$(cd "$(dirname "$0")" && pwd)
@@ -164,12 +166,48 @@ resume)
   export_final straight
   export_final parted
   export_final parted1
+  # Tensor-parallel resharding: a parallel.tensor = 2 checkpoint at step 5 resumed with 1 (one
+  # process), with 4, and with 1 x 4 data ranks under ZeRO 2; each ends like the uninterrupted run.
+  train 2 tp-straight "${GPT[@]}" --set data.batch_size=16 --set parallel.tensor=2
   train 2 tp "${GPT[@]}" --set data.batch_size=16 --set parallel.tensor=2 --set train.max_steps=5 \
     --set checkpoint.every_steps=5
+  for run in tp1 tp4 tp1d4z2 tp-old; do cp -r tp "$run"; done
+  train 0 tp1 "${GPT[@]}" --set data.batch_size=16
+  train 4 tp4 "${GPT[@]}" --set data.batch_size=16 --set parallel.tensor=4
+  train 4 tp1d4z2 "${GPT[@]}" --set data.batch_size=4 --set parallel.zero=2
+  for run in tp1 tp4 tp1d4z2; do
+    grep -q "resumed from .*step-00000005 at step 5" "$run.log" || { cat "$run.log"; exit 1; }
+    export_final "$run"
+  done
+  export_final tp-straight
+  # A checkpoint without the layouts of its parts (an older Cohort's) is refused in one line.
+  /usr/bin/python3 - tp-old/checkpoints/step-00000005/manifest.json <<'PY'
+import json, sys
+m = json.load(open(sys.argv[1]))
+m["tensors"] = [t for t in m["tensors"] if not t["name"].startswith("layout.")]
+json.dump(m, open(sys.argv[1], "w"))
+PY
   rc=0
-  train 0 tp "${GPT[@]}" --set data.batch_size=16 || rc=$?
-  [ "$rc" = 2 ] || { echo "tensor split change: exit $rc"; cat tp.log; exit 1; }
-  grep "^cohort: error: .*written with parallel.tensor = 2; this run has parallel.tensor = 1" tp.log
+  train 0 tp-old "${GPT[@]}" --set data.batch_size=16 || rc=$?
+  [ "$rc" = 2 ] || { echo "tensor split change without layouts: exit $rc"; cat tp-old.log; exit 1; }
+  grep "^cohort: error: .*written with parallel.tensor = 2 without the layouts of its parts" \
+    tp-old.log
+  # A layout that does not describe its parts (here: the whole's length, rewritten in a shard,
+  # read without verification) rejects the checkpoint with a warning naming the tensor; nothing
+  # else of it is used, and the run starts over.
+  cp -r tp tp-bad
+  /usr/bin/python3 - tp-bad/checkpoints/step-00000005 <<'PY'
+import glob, h5py, sys
+for path in glob.glob(sys.argv[1] + "/shard-*.h5"):
+    with h5py.File(path, "r+") as f:
+        for name in f["slices"]:
+            if name.startswith("layout.") and f["slices/" + name].attrs["offset"] == 0:
+                f["slices/" + name][1] = 1 << 40  # the dimension's length
+PY
+  train 0 tp-bad "${GPT[@]}" --set data.batch_size=16 --set checkpoint.verify=false
+  grep -q "warning: skipping checkpoint .*step-00000005: .*layout" tp-bad.log ||
+    { echo "a bad layout was not refused"; cat tp-bad.log; exit 1; }
+  ! grep -q "resumed from" tp-bad.log || { echo "resumed from a bad layout"; exit 1; }
   /usr/bin/python3 "$here/pipeline_check.py" resume
   ;;
 *)

@@ -8,17 +8,38 @@ import numpy as np
 
 
 def params(path):
-    """The model's tensors from an exported checkpoint, tensor-parallel parts put back together
-    the way the GPT splits them (qkv by heads inside q, k and v; proj and out by columns; fc by
-    rows)."""
+    """The model's tensors from an exported checkpoint (whole: the export joins tensor-parallel
+    parts; an export of parts is put back together here too)."""
     f = h5py.File(path, "r")
+    return join({name: np.asarray(f[name]) for name in f})
+
+
+def stored_model(run, step):
+    """The checkpoint's model.* tensors as stored, read from its shards (parts by their names)."""
+    base = f"{run}/checkpoints/step-{step:08d}"
+    manifest = json.load(open(f"{base}/manifest.json"))
+    out = {}
+    for t in manifest["tensors"]:
+        if not t["name"].startswith("model."):
+            continue
+        flat = np.zeros(int(np.prod(t["shape"], dtype=np.int64)), dtype=np.float32)
+        for s in t["slices"]:
+            with h5py.File(f"{base}/{manifest['shards'][s['shard']]['file']}", "r") as shard:
+                flat[s["offset"]:s["offset"] + s["count"]] = shard["slices/" + t["name"]][...]
+        out[t["name"][len("model."):]] = flat.reshape(t["shape"])
+    return out
+
+
+def join(tensors):
+    """Tensor-parallel parts put back together the way the GPT splits them (qkv by heads inside
+    q, k and v; proj and out by columns; fc by rows), independently of Cohort's layouts."""
     out, parts = {}, {}
-    for name in f:
+    for name, value in tensors.items():
         m = re.match(r"(.*)\.tp(\d+)of(\d+)$", name)
         if m:
-            parts.setdefault(m.group(1), {})[int(m.group(2))] = np.asarray(f[name])
+            parts.setdefault(m.group(1), {})[int(m.group(2))] = value
         else:
-            out[name] = np.asarray(f[name])
+            out[name] = value
     for name, p in parts.items():
         pieces = [p[i] for i in range(len(p))]
         if ".qkv." in name:
@@ -119,6 +140,22 @@ elif mode == "resume":
         got = params(f"{run}.h5")
         worst = max(float(np.abs(straight[k] - got[k]).max()) for k in straight)
         print(f"{run}: resumed on another layout, max |param diff| vs straight {worst:.1e}")
+        assert worst < 1e-5, (run, worst)
+    # Tensor-parallel resharding: the export joined the parts, as this script joins the stored ones.
+    exported = h5py.File("tp-straight.h5", "r")
+    assert not any(".tp" in name for name in exported), sorted(exported)
+    joined = join(stored_model("tp-straight", 10))
+    assert sorted(joined) == sorted(exported), (sorted(joined), sorted(exported))
+    for k in joined:
+        assert np.array_equal(joined[k], np.asarray(exported[k])), k
+    print(f"tp-straight: the export joins the tensor-parallel parts ({len(joined)} tensors)")
+    tp = params("tp-straight.h5")
+    for run in ("tp1", "tp4", "tp1d4z2"):
+        got = params(f"{run}.h5")
+        assert sorted(got) == sorted(tp), (run, sorted(got))
+        worst = max(float(np.abs(tp[k] - got[k]).max()) for k in tp)
+        print(f"{run}: parallel.tensor = 2 checkpoint resumed there, max |param diff| vs the "
+              f"uninterrupted run {worst:.1e}")
         assert worst < 1e-5, (run, worst)
 else:
     raise SystemExit(f"unknown mode {mode}")

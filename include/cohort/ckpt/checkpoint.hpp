@@ -108,13 +108,22 @@ struct LoadedCheckpoint {
 using CandidateCheck =
     std::function<void(const LoadedCheckpoint&, const std::vector<at::Tensor>& values)>;
 
+// Fills `buffer` (host memory, `want`'s size and dtype) for a wanted tensor that the candidate
+// does not store under its own name (a tensor-parallel part of another parallel.tensor) and
+// returns true; false leaves it to the default (the name, as stored). IoError rejects the
+// candidate.
+class CheckpointReader;
+using TensorSource = std::function<bool(CheckpointReader& reader, const NamedTensor& want,
+                                        at::Tensor& buffer, bool verify)>;
+
 // Collective. Fills every tensor of `into` (same names, dtypes, shapes; a part is read from
 // whatever slices cover it, so any stored layout loads into any wanted one) from the newest valid
 // checkpoint in `dir` that also passes `check` on every rank; nullopt when there is none.
 // Warnings go to `warnings` (rank 0 only).
 std::optional<LoadedCheckpoint> load_latest(const std::string& dir, std::vector<NamedTensor>& into,
                                             comm::Communicator& comm, bool verify,
-                                            std::FILE* warnings, const CandidateCheck& check = {});
+                                            std::FILE* warnings, const CandidateCheck& check = {},
+                                            const TensorSource& source = {});
 
 // Removes the leftovers of interrupted saves (is_partial_save_name) from <dir>, nothing else.
 // Rank 0 calls it at start-up.

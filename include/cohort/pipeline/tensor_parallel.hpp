@@ -20,6 +20,7 @@
 #include <torch/nn/pimpl.h>
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -38,11 +39,15 @@ class ColumnParallelLinearImpl : public torch::nn::Module {
   // Keeps the output rows `rows` (int64 indices) and routes the input through `group`.
   void shard(comm::Communicator* group, const at::Tensor& rows);
   at::Tensor forward(const at::Tensor& x);
-  bool split() const;  // sharded over more than one rank
+  bool split() const;                               // sharded over more than one rank
+  const at::Tensor& kept() const { return kept_; }  // the rows kept (after shard())
+  std::int64_t whole() const { return whole_; }     // output features before the split
   at::Tensor weight, bias;
 
  private:
   comm::Communicator* group_ = nullptr;
+  at::Tensor kept_;
+  std::int64_t whole_ = 0;
 };
 TORCH_MODULE(ColumnParallelLinear);
 
@@ -53,16 +58,31 @@ class RowParallelLinearImpl : public torch::nn::Module {
   void shard(comm::Communicator* group, const at::Tensor& columns);
   at::Tensor forward(const at::Tensor& x);
   bool split() const;
+  const at::Tensor& kept() const { return kept_; }  // the columns kept (after shard())
+  std::int64_t whole() const { return whole_; }     // input features before the split
   at::Tensor weight, bias;
 
  private:
   comm::Communicator* group_ = nullptr;
+  at::Tensor kept_;
+  std::int64_t whole_ = 0;
 };
 TORCH_MODULE(RowParallelLinear);
 
 // Names ("block0.qkv.weight", ...) of `module`'s parameters that are split over the tensor group
 // (as opposed to replicated on each of its ranks), after shard().
 std::vector<std::string> split_parameter_names(torch::nn::Module& module);
+
+// How a split parameter is cut: this rank keeps the slices `kept` (int64 indices) of dimension
+// `dim` of a whole parameter whose dimension `dim` is `whole` long. Another tensor size's parts
+// are put back together, and cut again, from these (a checkpoint resumed with another
+// parallel.tensor).
+struct SplitLayout {
+  std::int64_t dim = 0;
+  std::int64_t whole = 0;
+  at::Tensor kept;
+};
+std::map<std::string, SplitLayout> split_parameter_layouts(torch::nn::Module& module);
 
 // The indices [rank * n / size, (rank + 1) * n / size) of an evenly split dimension of n.
 at::Tensor even_part(std::int64_t n, int rank, int size);
