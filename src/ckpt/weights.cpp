@@ -7,10 +7,13 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
+#include <string>
 
 #include "ckpt/files.hpp"
 #include "cohort/ckpt/inspect.hpp"
 #include "cohort/ckpt/reader.hpp"
+#include "cohort/ckpt/tensor_parts.hpp"
 #include "cohort/error.hpp"
 #include "cohort/io/files.hpp"
 #include "io/h5/file.hpp"
@@ -42,8 +45,16 @@ NamedWeights read_checkpoint(const std::string& dir) {
   NamedWeights weights;
   weights.source = newest_valid(dir);
   CheckpointReader reader(weights.source);
+  const auto split = tensor_split_params(reader.manifest());
+  std::set<std::string> joined;  // tensor-parallel parts: the whole tensor, once
   for (const auto& entry : reader.manifest().tensors) {
     if (entry.name.rfind("model.", 0) != 0) continue;
+    if (const auto whole = joined_name(entry.name, split)) {
+      if (joined.insert(*whole).second) {
+        weights.tensors.emplace_back(whole->substr(6), *read_joined(reader, *whole, true));
+      }
+      continue;
+    }
     at::Tensor t = at::empty(entry.shape, at::TensorOptions().dtype(scalar_type_of(entry.dtype)));
     reader.read(entry, t.data_ptr(), /*verify=*/true);
     weights.tensors.emplace_back(entry.name.substr(6), std::move(t));

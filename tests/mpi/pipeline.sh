@@ -19,7 +19,8 @@
 # resume: a 2-stage x 2-replica checkpoint resumes on 2 ranks (1 replica) and on 1 process (no
 #   pipeline); a parallel.tensor = 2 checkpoint resumes with 1, with 4 and with 1 x 4 data ranks
 #   under ZeRO 2 (its parts joined and cut again), each ending like the uninterrupted run, and
-#   its export holds whole tensors; one without the layouts of its parts is refused clearly.
+#   its export holds whole tensors, and so does model.init_from of it; one without the layouts
+#   of its parts is refused clearly, one whose layout is wrong is skipped with a warning.
 set -euo pipefail
 cohort=$1 work=$2 mode=$3
 here=$(cd "$(dirname "$0")" && pwd)
@@ -180,6 +181,11 @@ resume)
     export_final "$run"
   done
   export_final tp-straight
+  # model.init_from of a tensor-parallel checkpoint takes the joined tensors.
+  train 0 tp-init "${GPT[@]}" --set data.batch_size=16 --set train.max_steps=1 \
+    --set model.init_from=tp-straight/checkpoints
+  grep -q "^init_from tp-straight/checkpoints/step-00000010: loaded 40 tensor(s)" tp-init.log ||
+    { echo "init_from a tensor-parallel checkpoint:"; cat tp-init.log; exit 1; }
   # A checkpoint without the layouts of its parts (an older Cohort's) is refused in one line.
   /usr/bin/python3 - tp-old/checkpoints/step-00000005/manifest.json <<'PY'
 import json, sys
