@@ -68,6 +68,36 @@ std::optional<std::pair<std::string, std::string>> split_of(const std::string& n
   return std::nullopt;
 }
 
+// The layouts of a split parameter's parts (small, read first): they must agree on the dimension
+// and its length, and their indices must add up to that length, before anything of the whole's
+// size is allocated.
+struct Layouts {
+  std::int64_t dim = -1, length = -1;
+  std::vector<at::Tensor> kept;  // per part
+};
+
+Layouts read_layouts(CheckpointReader& reader, const std::string& param, int size,
+                     const std::string& where, bool verify) {
+  Layouts out;
+  std::int64_t total = 0;
+  for (int r = 0; r < size; ++r) {
+    const at::Tensor layout = read_entry(reader, kLayout + param + part_suffix(r, size), verify);
+    COHORT_CHECK(layout.scalar_type() == at::kLong && layout.dim() == 1 && layout.numel() >= 2,
+                 IoError, where, ": layout of part ", r, " is not [dim, whole, indices...]");
+    const auto* l = layout.data_ptr<std::int64_t>();
+    COHORT_CHECK(r == 0 || (l[0] == out.dim && l[1] == out.length), IoError, where,
+                 ": layout of part ", r, " says dimension ", l[0], " of ", l[1], ", part 0 ",
+                 out.dim, " of ", out.length);
+    out.dim = l[0];
+    out.length = l[1];
+    out.kept.push_back(layout.narrow(0, 2, layout.numel() - 2));
+    total += out.kept.back().numel();
+  }
+  COHORT_CHECK(out.dim >= 0 && out.length == total, IoError, where, ": its parts' layouts keep ",
+               total, " slices of a dimension of ", out.length);
+  return out;
+}
+
 }  // namespace
 
 std::map<std::string, int> tensor_split_params(const Manifest& manifest) {
@@ -112,24 +142,9 @@ std::optional<at::Tensor> read_joined(CheckpointReader& reader, const std::strin
   if (tail == ".step") {  // AdamW's step count: the same on every part
     return read_entry(reader, kind + param + part_suffix(0, size) + tail, verify);
   }
-  // The layouts first (small): they must agree on the dimension and its length, and their
-  // indices must add up to that length, before anything of the whole's size is allocated.
-  std::vector<at::Tensor> kept;
-  std::int64_t dim = -1, length = -1, total = 0;
-  for (int r = 0; r < size; ++r) {
-    const at::Tensor layout = read_entry(reader, kLayout + param + part_suffix(r, size), verify);
-    COHORT_CHECK(layout.scalar_type() == at::kLong && layout.dim() == 1 && layout.numel() >= 2,
-                 IoError, where, ": layout of part ", r, " is not [dim, whole, indices...]");
-    const auto* l = layout.data_ptr<std::int64_t>();
-    COHORT_CHECK(r == 0 || (l[0] == dim && l[1] == length), IoError, where, ": layout of part ", r,
-                 " says dimension ", l[0], " of ", l[1], ", part 0 ", dim, " of ", length);
-    dim = l[0];
-    length = l[1];
-    kept.push_back(layout.narrow(0, 2, layout.numel() - 2));
-    total += kept.back().numel();
-  }
-  COHORT_CHECK(dim >= 0 && length == total, IoError, where, ": its parts' layouts keep ", total,
-               " slices of a dimension of ", length);
+  const Layouts layouts = read_layouts(reader, param, size, where, verify);
+  const std::int64_t dim = layouts.dim, length = layouts.length;
+  const std::vector<at::Tensor>& kept = layouts.kept;
   at::Tensor whole;
   at::Tensor covered = at::zeros({length}, at::kLong);
   for (int r = 0; r < size; ++r) {

@@ -134,6 +134,17 @@ DistributedDataParallel::DistributedDataParallel(torch::nn::Module& module,
   broadcast_state(s);
   s.plan = plan_buckets(info, options.bucket_bytes, options.first_bucket_bytes);
   if (options.zero > 0) s.pad_buckets();
+  index_buckets(s);
+  if (options.zero > 0) s.flatten_parameters();
+  make_buckets(s);
+  s.scale = at::scalar_tensor(1.0 / comm.size(), at::TensorOptions().dtype(at::kDouble));
+  if (options.zero > 0) s.make_pieces();
+  install_hooks();
+  begin_step();
+}
+
+// Each parameter's bucket and offset in it, and the hooks' bookkeeping.
+void DistributedDataParallel::index_buckets(State& s) {
   s.bucket_of.assign(s.params.size(), -1);
   s.offset_of.assign(s.params.size(), 0);
   for (std::size_t b = 0; b < s.plan.size(); ++b) {
@@ -143,21 +154,15 @@ DistributedDataParallel::DistributedDataParallel(torch::nn::Module& module,
       s.offset_of[spec.params[i]] = spec.offsets[i];
     }
   }
-  if (options.zero > 0) s.flatten_parameters();
-  make_buckets(s);
-  s.scale = at::scalar_tensor(1.0 / comm.size(), at::TensorOptions().dtype(at::kDouble));
   s.works.resize(s.plan.size());
   s.pending.assign(s.plan.size(), 0);
   s.ready.assign(s.params.size(), false);
   s.parts_seen.assign(s.params.size(), 0);
   s.parts_expected.assign(s.params.size(), 1);
   for (std::size_t p = 0; p < s.params.size(); ++p) {
-    const auto it = options.arrivals.find(s.names[p]);
-    if (it != options.arrivals.end()) s.parts_expected[p] = std::max(1, it->second);
+    const auto it = s.options.arrivals.find(s.names[p]);
+    if (it != s.options.arrivals.end()) s.parts_expected[p] = std::max(1, it->second);
   }
-  if (options.zero > 0) s.make_pieces();
-  install_hooks();
-  begin_step();
 }
 
 // Every rank starts from rank 0's parameters and buffers.

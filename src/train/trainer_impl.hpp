@@ -94,8 +94,8 @@ struct Trainer::Impl {
   std::vector<double> lr_scales;  // per optimizer group (optim.lr_scale)
   std::string init_line;          // model.init_from's report, said before the first step
   double last_grad_norm = 0;
-  double grad_norm_seconds = 0;        // spent on norms only the monitor wanted
-  std::int64_t activation_bytes = -1;  // the first forward's, once measured (host only)
+  double grad_norm_seconds = 0;       // spent on norms only the monitor wanted
+  bool activations_reported = false;  // the first forward's bytes (host only), once per start
   std::FILE* progress = stdout;
   TrainSummary summary;
 

@@ -6,6 +6,7 @@
 #include <ATen/ops/tensor.h>
 #include <ATen/ops/zeros.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <limits>
@@ -62,7 +63,7 @@ double Trainer::Impl::grad_norm(std::int64_t index) {
 // With it, each rank's peak resident memory so far (start-up and that forward): one all-gather,
 // every rank measuring at the same step.
 void Trainer::Impl::report_activations(std::int64_t bytes, std::int64_t index) {
-  activation_bytes = bytes;
+  activations_reported = true;
   at::Tensor mine = at::tensor({env::peak_rss_bytes()}, at::kLong);
   at::Tensor all = at::zeros({control->size()}, at::kLong);
   control->all_gather(all, mine);
@@ -70,7 +71,7 @@ void Trainer::Impl::report_activations(std::int64_t bytes, std::int64_t index) {
                                   all.data_ptr<std::int64_t>() + all.numel());
   log({{"event", "memory"},
        {"step", index + 1},
-       {"activation_bytes", bytes},
+       {"activation_bytes", std::max<std::int64_t>(0, bytes)},  // 0: the heap shrank
        {"recompute", config.model.recompute},
        {"micro_batch", plan.batch_size},
        {"peak_rss_bytes", peaks}});
@@ -88,7 +89,9 @@ double Trainer::Impl::step(const std::vector<data::Batch>& micro, std::int64_t i
     ddp.begin_step();
     timer.lap(Phase::kComm);  // buffer broadcast, when there are buffers
     // Once per run, on the host: what the first forward leaves held for backward.
-    const bool measure = activation_bytes < 0 && i == 0 && !settings.cuda;
+    // (A flag, not the figure: a heap that shrank during the forward gives a negative one, and
+    // every rank must take part in the report's collective exactly once.)
+    const bool measure = !activations_reported && i == 0 && !settings.cuda;
     const std::int64_t heap_before = measure ? env::heap_bytes_in_use() : 0;
     at::Tensor logits;
     {

@@ -147,6 +147,7 @@ class DistributedDataParallel {
 
  private:
   static void broadcast_state(State& s);
+  static void index_buckets(State& s);
   static void make_buckets(State& s);
   void install_hooks();
   void complete_round();
