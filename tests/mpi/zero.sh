@@ -10,9 +10,10 @@
 #   to their linear algorithms (OMPI_MCA_coll_tuned_*), under which an all-reduce and a
 #   reduce-scatter add the ranks' gradients in one order (stage 2 with several micro-batches per
 #   step adds them after reducing them: another order, bounded as below). With the default algorithms the
-#   all-reduce and the reduce-scatter add in different orders: the differences are within 1e-6,
-#   or (AdamW on the GPT, 4 ranks: its update divides by the root of tiny squared gradients,
-#   which magnifies their last bits) within twice what DDP itself moves between the two orders.
+#   all-reduce and the reduce-scatter add in different orders: the differences are within 1e-6
+#   (AdamW on the GPT: 1e-5, as mpi.pipeline.equivalence bounds it against one process; its
+#   update divides by the root of tiny squared gradients, which magnifies their last bits), or
+#   within twice what DDP itself moves between the two orders.
 #   Every ZeRO run's banner says it steps 1/N of the parameters.
 # resume: a ZeRO-2 run on 4 ranks, checkpointed at step 20 (its optimizer state in parts),
 #   resumed with zero 2 on 4 ranks (bit-identical to the uninterrupted run), with zero 0 on 4
@@ -72,13 +73,17 @@ zeros() {
 # bound: 1e-6, or twice what DDP itself moves against one process taking the whole global batch
 # (BATCH samples) at once, another order of the same additions too.
 accumulating() {
-  local n=$1 name=$2 batch=$3
+  local n=$1 name=$2 batch=$3 floor=1e-6
   shift 3
+  # The GPT with AdamW: 1e-5, the bound mpi.pipeline.equivalence holds it to against one process
+  # for the same reason (measured 5.4e-6 to 6.3e-6 on three machines; DDP itself moves 2.7e-6 to
+  # 7.2e-6 there).
+  [[ $name == GPT-* ]] && floor=1e-5
   for zero in 0 1 2; do pinned "$n" "$name-z$zero" "$@" --set parallel.zero=$zero; done
   train 1 "$name-one" "$@" --set data.batch_size="$batch" --set optim.accumulation=1 \
     --set parallel.pipeline_stages=1
   check same "$name-z0" "$name-z1"
-  check order "$name-one" "$name-z0" "$name-z2"
+  check order floor=$floor "$name-one" "$name-z0" "$name-z2"
 }
 
 case $mode in
@@ -112,7 +117,9 @@ equivalence)
     args=("${MLP[@]}" "${SGD[@]}" --set data.batch_size=16)
     [ $run = GPT-ADAMW-n4 ] && args=("${GPT[@]}" "${ADAMW[@]}" --set data.batch_size=8)
     for zero in 0 1 2; do train 4 "$run-default-z$zero" "${args[@]}" --set parallel.zero=$zero; done
-    check order "$run-z0" "$run-default-z0" "$run-default-z1" "$run-default-z2"
+    floor=1e-6
+    [ $run = GPT-ADAMW-n4 ] && floor=1e-5
+    check order floor=$floor "$run-z0" "$run-default-z0" "$run-default-z1" "$run-default-z2"
   done
   ;;
 resume)

@@ -4,7 +4,8 @@ Cohort's reader).
 
     zero_check.py same REF RUN...        model and optimizer state bit-identical to REF's
     zero_check.py close TOL REF RUN...   both within TOL (max absolute difference)
-    zero_check.py order OTHER REF RUN... within 1e-6 of REF, or (AdamW magnifies the last bits of
+    zero_check.py order [floor=F] OTHER REF RUN...  within F (1e-6) of REF, or (AdamW magnifies
+                                         the last bits of
                                          small gradients) within twice what DDP itself moves when
                                          only the summation order changes: REF against OTHER,
                                          the same training under another order
@@ -58,9 +59,12 @@ def main(mode, args):
             print(f"{run}: largest difference from {ref} {d:.2e} (bound {tol:.0e})")
             assert d <= tol, f"{run} differs from {ref} by {d:.3e} > {tol:.0e}"
     elif mode == "order":
+        floor = 1e-6
+        if args[0].startswith("floor="):
+            floor, args = float(args[0][len("floor="):]), args[1:]
         other, ref, runs = args[0], args[1], args[2:]
         own = largest_difference(other, ref)
-        bound = max(1e-6, 2 * own)
+        bound = max(floor, 2 * own)
         print(f"{ref}: moves by {own:.2e} from {other}, the same training summed in another order")
         for run in runs:
             d = largest_difference(ref, run)
