@@ -150,11 +150,11 @@ void DistributedDataParallel::State::gather_parameters() {
 DdpMemory DistributedDataParallel::memory() const {
   const State& s = *state_;
   DdpMemory m;
-  for (const auto& p : s.params) m.parameter_bytes += static_cast<std::int64_t>(p.nbytes());
+  // With ZeRO the bucketed parameters live in the flat buffers: counted there, padding included.
   for (const auto& f : s.flat_params) m.parameter_bytes += static_cast<std::int64_t>(f.nbytes());
-  if (!s.flat_params.empty()) {  // the parameters live in the flat buffers: counted there
-    for (const auto& spec : s.plan) {
-      for (const auto p : spec.params) m.parameter_bytes -= s.params[p].nbytes();
+  for (std::size_t p = 0; p < s.params.size(); ++p) {
+    if (s.flat_params.empty() || s.bucket_of[p] < 0) {
+      m.parameter_bytes += static_cast<std::int64_t>(s.params[p].nbytes());
     }
   }
   for (const auto& f : s.flat) {

@@ -8,8 +8,8 @@
 #include <array>
 #include <cstdlib>
 #include <fstream>
-#include <string>
 #include <memory>
+#include <string>
 
 #include "cohort/env/environment.hpp"
 

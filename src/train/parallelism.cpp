@@ -79,6 +79,18 @@ void Parallelism::attach(std::shared_ptr<Model> model, const at::Tensor& sample,
   ddp_ = std::make_unique<ddp::DistributedDataParallel>(trained(), data_group(), ddp);
 }
 
+// ZeRO: this rank's shard pieces of the parameters in `subset`.
+std::vector<ddp::ShardPiece> Parallelism::pieces_of(const std::vector<at::Tensor>& subset) {
+  std::set<const c10::TensorImpl*> wanted;
+  for (const auto& p : subset) wanted.insert(p.unsafeGetTensorImpl());
+  const auto params = trained().parameters();  // the order DDP numbers them in
+  std::vector<ddp::ShardPiece> out;
+  for (const auto& piece : ddp_->shard()) {
+    if (wanted.count(params[piece.param].unsafeGetTensorImpl()) != 0) out.push_back(piece);
+  }
+  return out;
+}
+
 std::vector<std::pair<std::string, at::Tensor>> Parallelism::optimized() {
   std::vector<std::pair<std::string, at::Tensor>> out;
   if (sharded()) {
@@ -198,11 +210,7 @@ pipeline::StepStats Parallelism::pipeline_step(
 // gradient summed, so that the same optimizer update keeps them equal.
 void Parallelism::reduce_shared_gradients() {
   if (sharded()) {  // the copies' shards: the same pieces on both stages (a bucket each)
-    std::set<const c10::TensorImpl*> shared;
-    for (const auto& p : shared_parameters_) shared.insert(p.unsafeGetTensorImpl());
-    const auto params = trained().parameters();
-    for (const auto& piece : ddp_->shard()) {
-      if (shared.count(params[piece.param].unsafeGetTensorImpl()) == 0) continue;
+    for (const auto& piece : pieces_of(shared_parameters_)) {
       at::Tensor grad = piece.value.grad();
       shared_->all_reduce(grad);
     }
@@ -261,14 +269,7 @@ double Parallelism::grad_norm_squared(comm::Communicator& control) {
   };
   double squared = 0;
   if (sharded()) {  // each element of the data group's gradients on exactly one rank
-    std::set<const c10::TensorImpl*> counted;
-    for (const auto& p : norm_parameters_) counted.insert(p.unsafeGetTensorImpl());
-    const auto params = trained().parameters();  // the order DDP numbers them in
-    for (const auto& piece : ddp_->shard()) {
-      if (counted.count(params[piece.param].unsafeGetTensorImpl())) {
-        squared += square(piece.value.grad());
-      }
-    }
+    for (const auto& piece : pieces_of(norm_parameters_)) squared += square(piece.value.grad());
   } else {
     for (const auto& p : norm_parameters_) squared += square(p.grad());
   }

@@ -98,6 +98,7 @@ class Parallelism {
   void keep_stage(const at::Tensor& sample, const std::vector<c10::Device>& devices);
   void sort_parameters();
   void reduce_shared_gradients();
+  std::vector<ddp::ShardPiece> pieces_of(const std::vector<at::Tensor>& subset);
 
   ParallelConfig options_;
   std::string model_name_;
