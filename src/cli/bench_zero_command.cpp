@@ -1,4 +1,4 @@
-// `cohort bench zero`: what ZeRO stages 0, 1 and 2 hold per rank and cost per step, side by side.
+// `cohort bench zero`: what ZeRO stages 0 to 3 hold per rank and cost per step, side by side.
 #include <boost/program_options.hpp>
 #include <cstdio>
 #include <iostream>
@@ -23,17 +23,20 @@ void print_text(const train::ZeroBenchResult& r, const train::ZeroBenchOptions& 
               o.overlap ? "on" : "off");
   std::printf(
       "  stage  parameters  gradients  optimizer    held  theory  held/theory  buckets"
-      "  step ms  vs DDP\n");
+      "   gathered  step ms  vs DDP\n");
   for (const auto& f : r.stages) {
-    std::printf("  %5d  %7.1f MiB %7.1f MiB %7.1f MiB %7.1f %7.1f  %11.3f %6.1f MiB %8.2f %7.3f\n",
-                f.stage, f.parameter_bytes / mib, f.gradient_bytes / mib, f.optimizer_bytes / mib,
-                (f.parameter_bytes + f.gradient_bytes + f.optimizer_bytes) / mib,
-                f.theory_bytes / mib, f.held_ratio, f.bucket_bytes / mib, f.step_ms, f.step_ratio);
+    std::printf(
+        "  %5d  %7.1f MiB %7.1f MiB %7.1f MiB %7.1f %7.1f  %11.3f %6.1f MiB %6.1f MiB %8.2f "
+        "%7.3f\n",
+        f.stage, f.parameter_bytes / mib, f.gradient_bytes / mib, f.optimizer_bytes / mib,
+        (f.parameter_bytes + f.gradient_bytes + f.optimizer_bytes) / mib, f.theory_bytes / mib,
+        f.held_ratio, f.bucket_bytes / mib, f.gathered_bytes / mib, f.step_ms, f.step_ratio);
   }
   std::printf(
       "  theory for Psi parameters over N ranks: 16 Psi (DDP), 4 Psi + 4 Psi + 8 Psi/N "
-      "(stage 1), 4 Psi + 12 Psi/N (stage 2); 'buckets': stage 2's transient gradient "
-      "buffers at most (docs/parallelism.md)\n");
+      "(stage 1), 4 Psi + 12 Psi/N (stage 2), 16 Psi/N (stage 3); 'buckets': stages 2 and 3's "
+      "transient gradient buffers at most, 'gathered': stage 3's whole layers at most "
+      "(docs/parallelism.md)\n");
 }
 
 }  // namespace
@@ -73,6 +76,7 @@ int bench_zero(const std::vector<std::string>& args, int* argc, char*** argv) {
                       {"gradient_bytes", f.gradient_bytes},
                       {"optimizer_bytes", f.optimizer_bytes},
                       {"bucket_bytes", f.bucket_bytes},
+                      {"gathered_bytes", f.gathered_bytes},
                       {"theory_bytes", f.theory_bytes},
                       {"held_ratio", f.held_ratio},
                       {"step_ms", f.step_ms},

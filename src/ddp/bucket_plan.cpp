@@ -20,7 +20,8 @@ std::vector<BucketSpec> plan_buckets(const std::vector<ParamInfo>& params, std::
     const std::size_t element = c10::elementSize(p.dtype);
     BucketSpec& bucket = open[p.dtype];
     const std::size_t bytes = static_cast<std::size_t>(bucket.numel + p.numel) * element;
-    if (!bucket.params.empty() && bytes > cap()) {
+    const bool other_unit = !bucket.params.empty() && params[bucket.params.back()].unit != p.unit;
+    if (!bucket.params.empty() && (bytes > cap() || other_unit)) {
       closed.push_back(std::move(bucket));
       bucket = BucketSpec{};
     }

@@ -60,7 +60,7 @@ void DistributedDataParallel::State::absorb(std::size_t p) {
     slot.zero_();
   }
   // ZeRO 2 keeps no whole gradient: the bucket is all there is until its reduce-scatter.
-  params[p].mutable_grad() = options.zero == 2 ? at::Tensor() : slot;
+  params[p].mutable_grad() = options.zero >= 2 ? at::Tensor() : slot;
 }
 
 void DistributedDataParallel::State::mark_ready(std::size_t p) {
@@ -69,10 +69,11 @@ void DistributedDataParallel::State::mark_ready(std::size_t p) {
   // A gradient in parts: autograd adds them up in .grad; it is taken with the last one.
   if (++parts_seen[p] < parts_expected[p]) return;
   const auto b = static_cast<std::size_t>(bucket_of[p]);
-  if (options.zero == 2) take_bucket(b);
+  if (options.zero >= 2) take_bucket(b);
   absorb(p);
   ready[p] = true;
-  --pending[b];
+  // ZeRO 3: every gradient of the unit's bucket is in, so no backward step needs its parameters.
+  if (--pending[b] == 0 && sharded_unit(b)) free_bucket(b);
   launch_ready();
 }
 
@@ -85,7 +86,7 @@ void DistributedDataParallel::State::launch_all_ready() {
   while (next_launch < plan.size() && pending[next_launch] == 0) launch(next_launch++);
   // ZeRO 2: a backward's round is over once every bucket is sent; the next backward (another
   // micro-batch) starts a new one.
-  if (options.zero == 2 && next_launch == plan.size()) arm();
+  if (options.zero >= 2 && next_launch == plan.size()) arm();
 }
 
 // Gradients were pre-divided by absorb(): the buckets are summed.
@@ -110,8 +111,8 @@ DistributedDataParallel::DistributedDataParallel(torch::nn::Module& module,
   State& s = *state_;
   s.comm = &comm;
   s.options = options;
-  COHORT_CHECK(options.zero >= 0 && options.zero <= 2, ConfigError, "DDP: ZeRO stage ",
-               options.zero, " is not 0, 1 or 2");
+  COHORT_CHECK(options.zero >= 0 && options.zero <= 3, ConfigError, "DDP: ZeRO stage ",
+               options.zero, " is not 0, 1, 2 or 3");
   COHORT_CHECK(options.zero == 0 || options.compression == Compression::kNone, ConfigError,
                "DDP: gradient compression does not combine with ZeRO");
   std::vector<ParamInfo> info;
@@ -120,8 +121,10 @@ DistributedDataParallel::DistributedDataParallel(torch::nn::Module& module,
     s.params.push_back(item.value());
     const bool alone =
         std::find(options.alone.begin(), options.alone.end(), item.key()) != options.alone.end();
-    info.push_back(
-        {item.value().numel(), item.value().scalar_type(), item.value().requires_grad(), alone});
+    const auto unit = options.units.find(item.key());
+    info.push_back({item.value().numel(), item.value().scalar_type(), item.value().requires_grad(),
+                    alone,
+                    options.zero == 3 && unit != options.units.end() ? unit->second : -1});
     COHORT_CHECK(item.value().is_non_overlapping_and_dense(), ConfigError, "DDP: parameter '",
                  item.key(), "' is not dense (a view or an overlapping layout)");
   }
@@ -136,6 +139,7 @@ DistributedDataParallel::DistributedDataParallel(torch::nn::Module& module,
   if (options.zero > 0) s.pad_buckets();
   index_buckets(s);
   if (options.zero > 0) s.flatten_parameters();
+  if (options.zero == 3) s.shard_parameters();
   make_buckets(s);
   s.scale = at::scalar_tensor(1.0 / comm.size(), at::TensorOptions().dtype(at::kDouble));
   if (options.zero > 0) s.make_pieces();
@@ -155,6 +159,8 @@ void DistributedDataParallel::index_buckets(State& s) {
     }
   }
   s.works.resize(s.plan.size());
+  s.gathers.resize(s.plan.size());
+  s.whole.assign(s.plan.size(), true);
   s.pending.assign(s.plan.size(), 0);
   s.ready.assign(s.params.size(), false);
   s.parts_seen.assign(s.params.size(), 0);
@@ -163,6 +169,7 @@ void DistributedDataParallel::index_buckets(State& s) {
     const auto it = s.options.arrivals.find(s.names[p]);
     if (it != s.options.arrivals.end()) s.parts_expected[p] = std::max(1, it->second);
   }
+  s.index_units();
 }
 
 // Every rank starts from rank 0's parameters and buffers.
@@ -187,7 +194,7 @@ void DistributedDataParallel::make_buckets(State& s) {
   for (std::size_t b = 0; b < s.plan.size(); ++b) {
     const BucketSpec& spec = s.plan[b];
     const auto options = s.params[spec.params.front()].options();
-    if (s.options.zero == 2) continue;
+    if (s.options.zero >= 2) continue;
     s.flat[b] = at::zeros({spec.numel}, options);
     if (s.options.compression != Compression::kNone) {
       COHORT_CHECK(spec.dtype == at::kFloat, ConfigError,
@@ -221,6 +228,9 @@ DistributedDataParallel::~DistributedDataParallel() {
   for (auto& [accumulator, key] : state_->hooks) accumulator->del_post_hook(key);
   for (auto& work : state_->works) {
     if (work) work->wait();  // never leave an operation writing into freed buffers
+  }
+  for (auto& work : state_->gathers) {
+    if (work) work->wait();
   }
 }
 
@@ -270,7 +280,7 @@ void DistributedDataParallel::finish_step() {
   s.stats.buckets_launched_in_backward = static_cast<int>(s.next_launch);
   complete_round();
   const auto start = std::chrono::steady_clock::now();
-  if (s.options.zero == 2) {
+  if (s.options.zero >= 2) {
     s.retire_all();
   } else {
     for (std::size_t b = 0; b < s.plan.size(); ++b) {
@@ -313,10 +323,10 @@ void DistributedDataParallel::complete_round() {
     for (std::size_t p = 0; p < s.params.size(); ++p) {
       if (s.bucket_of[p] >= 0 && !s.ready[p]) {
         const auto b = static_cast<std::size_t>(s.bucket_of[p]);
-        if (s.options.zero == 2) s.take_bucket(b);
+        if (s.options.zero >= 2) s.take_bucket(b);
         s.absorb(p);  // zeros, or what earlier no_sync steps accumulated
         s.ready[p] = true;
-        --s.pending[b];
+        if (--s.pending[b] == 0 && s.sharded_unit(b)) s.free_bucket(b);
       }
     }
   }

@@ -55,7 +55,7 @@ void DistributedDataParallel::State::flatten_parameters() {
       param.set_data(place);
     }
   }
-  if (options.zero == 2) {
+  if (options.zero >= 2) {
     for (const auto& spec : plan) {
       grad_shard.push_back(at::zeros({spec.numel / comm->size()}, flat_params.front().options()));
     }
@@ -84,9 +84,10 @@ void DistributedDataParallel::State::make_pieces() {
       const std::int64_t end = std::min(spec.offsets[i] + params[p].numel(), last);
       if (begin >= end) continue;
       ShardPiece piece{p, names[p], begin - spec.offsets[i],
-                       flat_over(flat_params[b], begin, end - begin)};
+                       options.zero == 3 ? flat_over(param_shard[b], begin - first, end - begin)
+                                         : flat_over(flat_params[b], begin, end - begin)};
       piece.value.set_requires_grad(true);  // trainable, as the optimizer filters them
-      piece.value.mutable_grad() = options.zero == 2
+      piece.value.mutable_grad() = options.zero >= 2
                                        ? flat_over(grad_shard[b], begin - first, end - begin)
                                        : flat_over(flat[b], begin, end - begin);
       pieces.push_back(std::move(piece));
@@ -134,15 +135,22 @@ void DistributedDataParallel::State::retire_all() {
   while (!in_flight.empty()) retire(in_flight.front());
 }
 
-// After the optimizer stepped this rank's pieces: every bucket's parameters, all parts, to all.
+// After the optimizer stepped this rank's pieces: every bucket's parameters, all parts, to all
+// (stage 3: the buckets kept whole; a unit's are freed, stale, and gathered when next acquired).
 void DistributedDataParallel::State::gather_parameters() {
   if (options.zero == 0 || lone) return;
-  std::vector<comm::WorkPtr> gathers;
+  std::vector<std::size_t> sent;
   for (std::size_t b = 0; b < plan.size(); ++b) {
-    gathers.push_back(comm->all_gather_async(flat_params[b], own_part(flat_params[b], b)));
+    if (sharded_unit(b)) {
+      free_bucket(b);
+      continue;
+    }
+    gathers[b] = comm->all_gather_async(flat_params[b], own_part(flat_params[b], b));
+    sent.push_back(b);
   }
-  for (std::size_t b = 0; b < plan.size(); ++b) {
+  for (const auto b : sent) {
     gathers[b]->wait();
+    gathers[b].reset();
     stats.bytes_gathered += static_cast<std::int64_t>(flat_params[b].nbytes());
   }
 }
@@ -150,8 +158,12 @@ void DistributedDataParallel::State::gather_parameters() {
 DdpMemory DistributedDataParallel::memory() const {
   const State& s = *state_;
   DdpMemory m;
-  // With ZeRO the bucketed parameters live in the flat buffers: counted there, padding included.
-  for (const auto& f : s.flat_params) m.parameter_bytes += static_cast<std::int64_t>(f.nbytes());
+  // With ZeRO the bucketed parameters live in the flat buffers: counted there, padding included
+  // (stage 3: a unit's shard; its whole buffer only while gathered, peak_gathered_bytes).
+  for (std::size_t b = 0; b < s.flat_params.size(); ++b) {
+    const at::Tensor& held = s.sharded_unit(b) ? s.param_shard[b] : s.flat_params[b];
+    m.parameter_bytes += static_cast<std::int64_t>(held.nbytes());
+  }
   for (std::size_t p = 0; p < s.params.size(); ++p) {
     if (s.flat_params.empty() || s.bucket_of[p] < 0) {
       m.parameter_bytes += static_cast<std::int64_t>(s.params[p].nbytes());
@@ -167,6 +179,7 @@ DdpMemory DistributedDataParallel::memory() const {
     }
   }
   m.peak_bucket_bytes = s.peak_bucket_bytes;
+  m.peak_gathered_bytes = s.peak_gathered_bytes;
   return m;
 }
 

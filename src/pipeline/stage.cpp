@@ -64,11 +64,35 @@ at::Tensor Stage::forward(const at::Tensor& x) {
     for (const auto& segment : segments_) y = recompute(segment, y);
     return y;
   }
-  for (std::size_t b = 0; b < forwards_.size(); ++b) {
-    if (!devices_.empty() && y.device() != devices_[b]) y = y.to(devices_[b]);
-    y = forwards_[b](y);
+  for (std::size_t b = 0; b < forwards_.size(); ++b) y = run_block(b, y, false);
+  return y;
+}
+
+at::Tensor Stage::run_block(std::size_t b, at::Tensor x, bool again) {
+  if (!devices_.empty() && x.device() != devices_[b]) x = x.to(devices_[b]);
+  if (hooks_.before_forward) hooks_.before_forward(b, again);
+  at::Tensor y = forwards_[b](x);
+  if (hooks_.after_forward) hooks_.after_forward(b, again);
+  if (hooks_.before_backward && y.requires_grad()) {
+    y.register_hook([hook = hooks_.before_backward, b](const at::Tensor&) { hook(b); });
   }
   return y;
+}
+
+std::map<std::string, int> Stage::parameter_blocks() const {
+  std::map<std::string, int> block_of;
+  std::set<std::string> several;
+  for (std::size_t b = 0; b < modules_.size(); ++b) {
+    for (std::size_t m = 0; m < modules_[b].size(); ++m) {
+      for (const auto& p : modules_[b][m]->named_parameters()) {
+        const std::string name = module_names_[b][m] + "." + p.key();
+        const auto [it, fresh] = block_of.emplace(name, static_cast<int>(b));
+        if (!fresh && it->second != static_cast<int>(b)) several.insert(name);
+      }
+    }
+  }
+  for (const auto& name : several) block_of.erase(name);
+  return block_of;
 }
 
 void Stage::set_recompute(int every) {
@@ -89,10 +113,7 @@ void Stage::set_recompute(int every) {
         }
       }
       at::Tensor y = x;
-      for (std::size_t b = first; b < last; ++b) {
-        if (!devices_.empty() && y.device() != devices_[b]) y = y.to(devices_[b]);
-        y = forwards_[b](y);
-      }
+      for (std::size_t b = first; b < last; ++b) y = run_block(b, y, again);
       // Written through an alias of the storage: the buffer's own version counter must not move,
       // as the recomputed graph saved it (BatchNorm's backward takes its running statistics).
       for (auto& [buffer, value] : kept) {

@@ -13,7 +13,9 @@
 
 #include "cohort/comm/factory.hpp"
 #include "cohort/ddp/distributed_data_parallel.hpp"
+#include "cohort/pipeline/stage.hpp"
 #include "train/bench_common.hpp"
+#include "train/zero_units.hpp"
 
 namespace cohort::train {
 namespace {
@@ -24,13 +26,37 @@ using bench::median;
 using Clock = std::chrono::steady_clock;
 
 // One stage's copy of the model (same seed), its DDP and its AdamW over what the stage steps.
+// The MLP runs as a pipeline::Stage of one block per linear layer (with its ReLU), as the
+// trainer runs a block model: ZeRO 3's units.
 struct Variant {
   int stage = 0;
   torch::nn::Sequential net;
+  std::shared_ptr<pipeline::Stage> blocks;
   std::unique_ptr<ddp::DistributedDataParallel> ddp;
   std::unique_ptr<torch::optim::AdamW> adamw;
   std::vector<double> times;
 };
+
+// Each linear layer with the ReLU after it (the last has none): one block.
+std::vector<pipeline::BlockSpec> mlp_blocks(const torch::nn::Sequential& net) {
+  std::vector<pipeline::BlockSpec> blocks;
+  const auto children = net->named_children();
+  for (std::size_t i = 0; i < children.size(); ++i) {
+    auto module = children[i].value();
+    if (!module->as<torch::nn::Linear>()) continue;
+    pipeline::BlockSpec block;
+    block.name = "layer" + children[i].key();
+    block.modules.emplace_back(children[i].key(), module);
+    auto* linear = module->as<torch::nn::Linear>();
+    const bool relu = i + 1 < children.size();
+    block.forward = [linear, relu](const at::Tensor& x) {
+      at::Tensor y = linear->forward(x);
+      return relu ? y.relu() : y;
+    };
+    blocks.push_back(std::move(block));
+  }
+  return blocks;
+}
 
 std::unique_ptr<Variant> make_variant(const ZeroBenchOptions& o, comm::Communicator& comm,
                                       int stage) {
@@ -38,14 +64,18 @@ std::unique_ptr<Variant> make_variant(const ZeroBenchOptions& o, comm::Communica
   auto v = std::make_unique<Variant>();
   v->stage = stage;
   v->net = make_mlp(o.layers);
+  v->blocks = std::make_shared<pipeline::Stage>(
+      mlp_blocks(v->net), std::vector<int>{0, static_cast<int>(o.layers.size()) - 1}, 0);
   ddp::DdpOptions options;
   options.bucket_bytes = o.bucket_bytes;
   options.overlap = o.overlap;
   options.zero = stage;
-  v->ddp = std::make_unique<ddp::DistributedDataParallel>(*v->net, comm, options);
+  if (stage == 3) options.units = zero_units(*v->blocks);
+  v->ddp = std::make_unique<ddp::DistributedDataParallel>(*v->blocks, comm, options);
+  if (stage == 3) connect_zero3(*v->blocks, *v->ddp);
   std::vector<at::Tensor> stepped;
   if (stage == 0) {
-    stepped = v->net->parameters();
+    stepped = v->blocks->parameters();
   } else {
     for (const auto& piece : v->ddp->shard()) stepped.push_back(piece.value);
   }
@@ -58,7 +88,7 @@ void step(Variant& v, comm::Communicator& comm, const at::Tensor& x, const at::T
   comm.barrier();
   const auto start = Clock::now();
   v.ddp->begin_step();
-  torch::nn::functional::cross_entropy(v.net->forward(x), y).backward();
+  torch::nn::functional::cross_entropy(v.blocks->forward(x), y).backward();
   v.ddp->finish_step();
   v.adamw->step();
   v.ddp->gather_parameters();
@@ -80,7 +110,8 @@ std::int64_t optimizer_bytes(torch::optim::AdamW& adamw) {
 ZeroStageFigures figures(Variant& v, comm::Communicator& comm, std::int64_t parameters) {
   const auto memory = v.ddp->memory();
   at::Tensor held = at::tensor({memory.parameter_bytes, memory.gradient_bytes,
-                                optimizer_bytes(*v.adamw), memory.peak_bucket_bytes},
+                                optimizer_bytes(*v.adamw), memory.peak_bucket_bytes,
+                                memory.peak_gathered_bytes},
                                at::kLong);
   comm.all_reduce(held, {comm::ReduceOp::kMax});
   const auto* h = held.data_ptr<std::int64_t>();
@@ -90,10 +121,12 @@ ZeroStageFigures figures(Variant& v, comm::Communicator& comm, std::int64_t para
   f.gradient_bytes = h[1];
   f.optimizer_bytes = h[2];
   f.bucket_bytes = h[3];
+  f.gathered_bytes = h[4];
   const double psi = static_cast<double>(parameters), n = comm.size();
   f.theory_bytes = v.stage == 0   ? 16 * psi
                    : v.stage == 1 ? 8 * psi + 8 * psi / n
-                                  : 4 * psi + 12 * psi / n;
+                   : v.stage == 2 ? 4 * psi + 12 * psi / n
+                                  : 16 * psi / n;
   f.held_ratio = static_cast<double>(h[0] + h[1] + h[2]) / f.theory_bytes;
   f.step_ms = median(v.times);
   return f;
@@ -107,8 +140,8 @@ ZeroBenchResult bench_zero(const comm::MpiSession& session, const ZeroBenchOptio
   ZeroBenchResult r;
   r.ranks = comm->size();
   std::vector<std::unique_ptr<Variant>> variants;
-  for (int stage = 0; stage <= 2; ++stage) variants.push_back(make_variant(o, *comm, stage));
-  for (const auto& p : variants.front()->net->parameters()) r.parameters += p.numel();
+  for (int stage = 0; stage <= 3; ++stage) variants.push_back(make_variant(o, *comm, stage));
+  for (const auto& p : variants.front()->blocks->parameters()) r.parameters += p.numel();
   const auto x = torch::randn({o.batch, o.layers.front()});
   const auto y = torch::randint(0, o.layers.back(), {o.batch}, torch::kLong);
   for (int i = 0; i < o.steps + 3; ++i) {  // three warm-up rounds; the first order rotates

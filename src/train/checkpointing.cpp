@@ -157,7 +157,16 @@ void TrainCheckpoints::add_layouts(std::vector<ckpt::NamedTensor>& out) const {
 std::vector<ckpt::NamedTensor> TrainCheckpoints::tensors(bool create_optimizer_state) {
   std::vector<ckpt::NamedTensor> out;
   adamw_steps_.clear();
+  if (part_values_) {
+    for (const auto& part : parts_) {
+      out.push_back({"model." + saved_name(part.parameter), part.value,
+                     ckpt::TensorPart{part.shape, part.offset}});
+    }
+  }
   for (const auto& p : model_.named_parameters()) {
+    // ZeRO 3: a trained parameter is saved by its pieces' holders (above), even where this rank
+    // holds none of it; frozen ones stay whole.
+    if (part_values_ && p.value().requires_grad()) continue;
     out.push_back({"model." + saved_name(p.key()), p.value()});
   }
   for (const auto& b : model_.named_buffers()) out.push_back({"model." + b.key(), b.value()});

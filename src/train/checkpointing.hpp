@@ -103,8 +103,13 @@ class TrainCheckpoints {
   // its data-parallel group, so that a replicated buffer is saved with one value).
   void set_before_save(std::function<void()> f) { before_save_ = std::move(f); }
   // ZeRO: the optimizer steps these parts; their state is saved as parts of the parameters'
-  // optim.* tensors (any other layout, ZeRO or not, loads them).
-  void set_optimized(std::vector<OptimizedPart> parts) { parts_ = std::move(parts); }
+  // optim.* tensors (any other layout, ZeRO or not, loads them). `values` (ZeRO 3: the module's
+  // trained parameters are not whole between steps): the parts are also the parameters' values,
+  // saved and loaded as parts of model.*.
+  void set_optimized(std::vector<OptimizedPart> parts, bool values = false) {
+    parts_ = std::move(parts);
+    part_values_ = values;
+  }
   // True while an asynchronous save (or a retention pass) is still running.
   bool in_flight() const { return writing_.load(std::memory_order_acquire); }
 
@@ -138,6 +143,7 @@ class TrainCheckpoints {
   int data_ = 0;  // data-parallel replicas (0: every rank is one)
   int tensor_rank_ = 0, tensor_ = 1;
   std::map<std::string, pipeline::SplitLayout> split_;
+  bool part_values_ = false;
   std::vector<OptimizedPart> parts_;  // empty: the model's trainable parameters, whole
   OnCommitted on_committed_;
   std::function<void()> before_save_;

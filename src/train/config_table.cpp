@@ -160,9 +160,9 @@ const std::vector<KeySpec>& config_table() {
       {COHORT_KEY(parallel, overlap), K::kBool, "false",
        "all-reduce buckets during backward (pays with spare cores or a GPU)"},
       {COHORT_KEY(parallel, zero), K::kInt, "0",
-       "ZeRO over the data-parallel group: 1 shards the optimizer state, 2 also the gradients "
-       "(0: every rank holds all)",
-       "", 0, 2},
+       "ZeRO over the data-parallel group: 1 shards the optimizer state, 2 also the gradients, "
+       "3 also the parameters, gathered block by block (0: every rank holds all)",
+       "", 0, 3},
       {COHORT_KEY(parallel, pipeline_stages), K::kInt, "1",
        "pipeline stages p: the model's blocks split over p ranks (world = data x p x tensor)", "",
        1, 65536},

@@ -12,6 +12,7 @@
 #include "cohort/pipeline/partition.hpp"
 #include "cohort/pipeline/tensor_parallel.hpp"
 #include "cohort/train/config.hpp"
+#include "train/zero_units.hpp"
 
 namespace cohort::train {
 
@@ -65,7 +66,12 @@ void Parallelism::attach(std::shared_ptr<Model> model, const at::Tensor& sample,
                model_name_,
                " is not a sequence of blocks (docs/models.md), so it has none to recompute; set "
                "model.recompute = none");
-  if (pipelined() || !devices.empty() || recompute > 0) {
+  const bool zero3 = options_.zero == 3;
+  COHORT_CHECK(!zero3 || !model_->blocks().empty(), ConfigError, "parallel.zero = 3: model ",
+               model_name_,
+               " is not a sequence of blocks (docs/models.md), and stage 3 gathers parameters "
+               "block by block; use parallel.zero = 2");
+  if (pipelined() || !devices.empty() || recompute > 0 || zero3) {
     keep_stage(sample, devices);
     stage_->set_recompute(recompute);
     model_.reset();  // the blocks of other stages go; the stage holds its own
@@ -76,7 +82,9 @@ void Parallelism::attach(std::shared_ptr<Model> model, const at::Tensor& sample,
   // each copy gets a bucket of its own, so that both stages cut it into the same shards.
   if (stage_) ddp.alone = stage_->shared_parameters();
   if (stage_) ddp.arrivals = stage_->gradient_arrivals();  // a tied module under recompute
+  if (zero3) ddp.units = zero_units(*stage_);
   ddp_ = std::make_unique<ddp::DistributedDataParallel>(trained(), data_group(), ddp);
+  if (zero3) connect_zero3(*stage_, *ddp_);
 }
 
 // ZeRO: this rank's shard pieces of the parameters in `subset`.

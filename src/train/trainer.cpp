@@ -122,7 +122,7 @@ void Trainer::Impl::setup() {
     for (const auto& piece : parallel->ddp().shard()) {
       parts.push_back({piece.name, piece.value, piece.offset, params[piece.param].sizes().vec()});
     }
-    checkpoints->set_optimized(std::move(parts));
+    checkpoints->set_optimized(std::move(parts), config.parallel.zero == 3);
   }
   preemption = std::make_unique<Preemption>(config.slurm, *control);
 }
@@ -297,6 +297,8 @@ std::optional<ResumePoint> Trainer::Impl::resume() {
   auto point = checkpoints->resume(plan.batch_size, progress);
   start_monitor(point.has_value());
   if (!point) return std::nullopt;
+  // ZeRO 3 loaded the parameters into the shard pieces: the kept-whole ones gathered from them.
+  if (config.parallel.zero == 3) parallel->ddp().gather_parameters();
   loader->restore(point->loader);
   say("resumed from " + point->path + " at step " + std::to_string(point->step) + " (epoch " +
       std::to_string(point->loader.epoch) + ", batch " + std::to_string(point->loader.batch) + ")");

@@ -44,7 +44,9 @@ void Trainer::Impl::print_banner() const {
                  static_cast<long long>(config.parallel.zero), layout.data(),
                  static_cast<long long>(facts.trained_here),
                  static_cast<long long>(facts.trained_stage),
-                 config.parallel.zero >= 2 ? " and gradients" : "");
+                 config.parallel.zero == 3   ? ", gradients and parameters"
+                 : config.parallel.zero == 2 ? " and gradients"
+                                             : "");
   }
 }
 

@@ -4,7 +4,8 @@
 // past its byte cap: the first bucket has a smaller cap so that communication starts early. A
 // parameter marked `alone` gets a bucket of its own, at its place in the order (ZeRO cuts such a
 // bucket the same way on every group that holds the parameter: the tied copies of two pipeline
-// stages).
+// stages). Under ZeRO 3 each parameter names its unit (a block, gathered and freed as one): a
+// bucket never holds two units' parameters.
 #pragma once
 
 #include <c10/core/ScalarType.h>
@@ -20,6 +21,7 @@ struct ParamInfo {
   c10::ScalarType dtype = c10::ScalarType::Float;
   bool requires_grad = true;
   bool alone = false;
+  int unit = -1;  // ZeRO 3: the block it belongs to; -1 none (used by several, or no units)
 };
 
 struct BucketSpec {

@@ -33,7 +33,18 @@
 //    reduce-scatter is done (at most kZeroBucketsInFlight after it are in flight), when this
 //    rank's part is added into a persistent shard of 1/N and the buffer is freed; every backward
 //    reduces (no_sync is ignored: accumulation sums the reduced shards).
-// After the optimizer step, gather_parameters() all-gathers every bucket's parameters in place.
+//  - Stage 3: also the parameters. Each trainable parameter belongs to a unit (DdpOptions::units:
+//    a block of the model) and a bucket holds one unit's; the pieces live in a persistent shard
+//    of 1/N per bucket, and a unit's flat buffer holds memory only between acquire() (or
+//    prefetch(), which issues the all-gather ahead) and release(), or until its gradients are all
+//    in (a backward needs the parameters no more). The storage is freed and re-allocated in place,
+//    so the module's parameters and the tensors autograd saved keep their identity. The caller
+//    acquires a block's unit before its forward and before its backward (a hook on the block's
+//    output gradient: train/zero_units.hpp). A parameter in no unit (one that several blocks use:
+//    GPT's tied embedding) stays whole on every rank, as in stage 2. Gradients as in stage 2.
+// After the optimizer step, gather_parameters() all-gathers every bucket's parameters in place
+// (stage 3: the whole-kept ones; the units are freed, to be gathered from the new shards when
+// next acquired). After a checkpoint load into the pieces it makes the parameters agree again.
 // On a communicator of one rank, shard() is every trainable parameter, whole.
 #pragma once
 
@@ -68,8 +79,12 @@ struct DdpOptions {
   // cores); where a rank owns one core and shared memory does the copying, the communication
   // thread competes with backward for that core and off is faster (docs/ddp.md has figures).
   bool overlap = true;
-  // ZeRO stage: 0 plain data parallelism; 1 optimizer state sharded; 2 also gradients.
+  // ZeRO stage: 0 plain data parallelism; 1 optimizer state sharded; 2 also gradients; 3 also
+  // parameters.
   int zero = 0;
+  // ZeRO 3: the unit (0, 1, ...: a block) of each trainable parameter, by name. A parameter in
+  // none stays whole on every rank.
+  std::map<std::string, int> units;
   // Parameters (by name) that get a bucket of their own, so that ZeRO cuts them alike wherever
   // they are held: the tied copies on two pipeline stages, whose shards are then summed.
   std::vector<std::string> alone;
@@ -97,6 +112,7 @@ struct DdpMemory {
   std::int64_t parameter_bytes = 0;
   std::int64_t gradient_bytes = 0;     // persistent: buckets (stage < 2) or shards (stage 2)
   std::int64_t peak_bucket_bytes = 0;  // stage 2: the most bucket buffers held at once
+  std::int64_t peak_gathered_bytes = 0;  // stage 3: the most units' parameters whole at once
 };
 
 struct DdpStepStats {
@@ -142,6 +158,13 @@ class DistributedDataParallel {
   const std::vector<ShardPiece>& shard() const;
   void gather_parameters();
   DdpMemory memory() const;
+  // ZeRO 3 (nothing otherwise): unit `unit`'s parameters whole on this rank (gathered now, or
+  // waited for when prefetched); its all-gather issued now, to be waited for by acquire(); its
+  // parameters' memory freed (an issued gather is waited for first). Collective in effect: every
+  // rank of the group must gather the same units in the same order.
+  void acquire(int unit);
+  void prefetch(int unit);
+  void release(int unit);
 
   struct State;  // shared with the autograd hooks
 

@@ -32,6 +32,15 @@ struct BlockSpec {
   std::int64_t parameters() const;  // of its modules (a shared module counts in each user)
 };
 
+// Calls around each block of a Stage (ZeRO 3 gathers a block's parameters in them): before and
+// after its forward (`again`: the forward a recomputed segment reruns during backward), and
+// before its backward, from a hook on the gradient of the block's output.
+struct BlockHooks {
+  std::function<void(std::size_t block, bool again)> before_forward;
+  std::function<void(std::size_t block, bool again)> after_forward;
+  std::function<void(std::size_t block)> before_backward;
+};
+
 class Stage : public torch::nn::Module {
  public:
   // `bounds` is a partition of `blocks` (partition.hpp); this is stage `index` of it.
@@ -59,6 +68,9 @@ class Stage : public torch::nn::Module {
   // first and the last), by name, with the number of segments using them: the parts in which
   // their gradient arrives in one backward.
   std::map<std::string, int> gradient_arrivals() const;
+  // Each parameter's block (index in this stage), by name; one used by several blocks has none.
+  std::map<std::string, int> parameter_blocks() const;
+  void set_block_hooks(BlockHooks hooks) { hooks_ = std::move(hooks); }
 
  private:
   int index_, stages_;
@@ -72,6 +84,9 @@ class Stage : public torch::nn::Module {
   std::vector<std::pair<std::size_t, std::size_t>> segment_blocks_;  // [first, last) per segment
   std::vector<std::string> shared_;
   std::vector<int> sharing_stages_;
+  BlockHooks hooks_;
+
+  at::Tensor run_block(std::size_t b, at::Tensor x, bool again);
 };
 
 // The per-sample shape (without the batch dimension) of every block's output, from one pass of

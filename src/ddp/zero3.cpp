@@ -1,0 +1,120 @@
+// ZeRO stage 3's part of DistributedDataParallel (protocol in distributed_data_parallel.hpp):
+// units of buckets, the persistent parameter shards, and each unit's flat buffer freed and
+// re-allocated in place around its all-gather.
+//
+// Why in place: the module's parameters are tensors over the flat buffer's storage, and autograd
+// saves those very tensors for backward. Giving the storage new memory (rather than the
+// parameters new tensors) keeps every holder valid, and a holder that looks while the unit is
+// freed sees zero bytes rather than stale values.
+#include <c10/core/Allocator.h>
+#include <c10/core/StorageImpl.h>
+
+#include <algorithm>
+
+#include "cohort/error.hpp"
+#include "ddp/ddp_state.hpp"
+
+namespace cohort::ddp {
+namespace {
+
+c10::StorageImpl& storage_of(const at::Tensor& t) { return *t.storage().unsafeGetStorageImpl(); }
+
+std::int64_t bytes_of(const at::Tensor& t) { return static_cast<std::int64_t>(t.nbytes()); }
+
+}  // namespace
+
+// Each bucket's unit (that of its parameters: the plan never mixes units) and each unit's buckets.
+void DistributedDataParallel::State::index_units() {
+  unit_of_bucket.assign(plan.size(), -1);
+  buckets_of_unit.clear();
+  if (options.zero != 3) return;
+  for (std::size_t b = 0; b < plan.size(); ++b) {
+    const auto it = options.units.find(names[plan[b].params.front()]);
+    if (it == options.units.end() || it->second < 0) continue;
+    unit_of_bucket[b] = it->second;
+    const auto u = static_cast<std::size_t>(it->second);
+    if (buckets_of_unit.size() <= u) buckets_of_unit.resize(u + 1);
+    buckets_of_unit[u].push_back(b);
+  }
+}
+
+// After flatten_parameters(): a unit's pieces move to a shard of their own, and its flat buffer
+// is freed; a bucket kept whole keeps its pieces over the flat buffer, as in stage 2.
+void DistributedDataParallel::State::shard_parameters() {
+  at::NoGradGuard no_grad;
+  param_shard.resize(plan.size());
+  for (std::size_t b = 0; b < plan.size(); ++b) {
+    const at::Tensor part = own_part(flat_params[b], b);
+    param_shard[b] = sharded_unit(b) ? part.clone() : part;
+    if (sharded_unit(b)) gathered_bytes_now += bytes_of(flat_params[b]);
+  }
+  peak_gathered_bytes = gathered_bytes_now;
+  for (std::size_t b = 0; b < plan.size(); ++b) {
+    if (sharded_unit(b)) free_bucket(b);
+  }
+  peak_gathered_bytes = 0;  // the start-up's whole model is not a training figure
+}
+
+void DistributedDataParallel::State::start_gather(std::size_t b) {
+  at::NoGradGuard no_grad;
+  const at::Tensor& flat_b = flat_params[b];
+  c10::StorageImpl& storage = storage_of(flat_b);
+  const auto bytes = static_cast<std::size_t>(bytes_of(flat_b));
+  storage.set_data_ptr_noswap(storage.allocator()->allocate(bytes));
+  storage.set_nbytes(bytes);
+  whole[b] = true;
+  gathered_bytes_now += bytes_of(flat_b);
+  peak_gathered_bytes = std::max(peak_gathered_bytes, gathered_bytes_now);
+  at::Tensor part = own_part(flat_b, b);
+  part.copy_(param_shard[b]);
+  gathers[b] = comm->all_gather_async(flat_params[b], part);
+}
+
+void DistributedDataParallel::State::finish_gather(std::size_t b) {
+  gathers[b]->wait();
+  gathers[b].reset();
+  stats.bytes_gathered += bytes_of(flat_params[b]);
+}
+
+void DistributedDataParallel::State::free_bucket(std::size_t b) {
+  if (gathers[b]) finish_gather(b);  // never free memory a collective still writes
+  if (!whole[b]) return;
+  c10::StorageImpl& storage = storage_of(flat_params[b]);
+  storage.set_data_ptr_noswap(c10::DataPtr(nullptr, flat_params[b].device()));
+  storage.set_nbytes(0);
+  whole[b] = false;
+  gathered_bytes_now -= bytes_of(flat_params[b]);
+}
+
+void DistributedDataParallel::acquire(int unit) {
+  State& s = *state_;
+  if (s.options.zero != 3 || s.lone || unit < 0) return;
+  const auto u = static_cast<std::size_t>(unit);
+  if (u >= s.buckets_of_unit.size()) return;  // a block without trainable parameters
+  for (const auto b : s.buckets_of_unit[u]) {
+    if (!s.whole[b]) s.start_gather(b);
+  }
+  for (const auto b : s.buckets_of_unit[u]) {
+    if (s.gathers[b]) s.finish_gather(b);
+  }
+}
+
+void DistributedDataParallel::prefetch(int unit) {
+  State& s = *state_;
+  if (s.options.zero != 3 || s.lone || unit < 0) return;
+  const auto u = static_cast<std::size_t>(unit);
+  if (u >= s.buckets_of_unit.size()) return;
+  for (const auto b : s.buckets_of_unit[u]) {
+    if (!s.whole[b]) s.start_gather(b);
+  }
+}
+
+void DistributedDataParallel::release(int unit) {
+  State& s = *state_;
+  if (s.options.zero != 3 || s.lone || unit < 0) return;
+  const auto u = static_cast<std::size_t>(unit);
+  if (u >= s.buckets_of_unit.size()) return;
+  for (const auto b : s.buckets_of_unit[u]) s.free_bucket(b);
+}
+
+}  // namespace cohort::ddp
