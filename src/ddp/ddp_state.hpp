@@ -56,11 +56,11 @@ struct DistributedDataParallel::State {
   std::vector<ShardPiece> pieces;
   std::int64_t bucket_bytes_now = 0, peak_bucket_bytes = 0;  // stage 2
   // Stage 3 (zero3.cpp).
-  std::vector<at::Tensor> param_shard;   // per bucket: this rank's part of the parameters
-  std::vector<int> unit_of_bucket;       // -1: kept whole
+  std::vector<at::Tensor> param_shard;  // per bucket: this rank's part of the parameters
+  std::vector<int> unit_of_bucket;      // -1: kept whole
   std::vector<std::vector<std::size_t>> buckets_of_unit;
-  std::vector<comm::WorkPtr> gathers;    // per bucket: an all-gather issued, not yet waited for
-  std::vector<bool> whole;               // per bucket: the flat parameters hold memory
+  std::vector<comm::WorkPtr> gathers;  // per bucket: an all-gather issued, not yet waited for
+  std::vector<bool> whole;             // per bucket: the flat parameters hold memory
   std::int64_t gathered_bytes_now = 0, peak_gathered_bytes = 0;
 
   // The gradient slot of parameter p: a tensor over the bucket's storage. Not an autograd view
@@ -93,9 +93,8 @@ struct DistributedDataParallel::State {
 
   // Stage 3 (zero3.cpp).
   bool sharded_unit(std::size_t b) const { return options.zero == 3 && unit_of_bucket[b] >= 0; }
-  void assign_units(std::vector<ParamInfo>& info) const;
   void index_units();
-  void shard_parameters();           // after flatten_parameters: the shards; units freed
+  void shard_bucket(std::size_t b);  // from flatten_parameters: its shard; a unit's freed
   void start_gather(std::size_t b);  // memory for the bucket, its all-gather issued
   void finish_gather(std::size_t b);
   void free_bucket(std::size_t b);

@@ -123,8 +123,7 @@ DistributedDataParallel::DistributedDataParallel(torch::nn::Module& module,
         std::find(options.alone.begin(), options.alone.end(), item.key()) != options.alone.end();
     const auto unit = options.units.find(item.key());
     info.push_back({item.value().numel(), item.value().scalar_type(), item.value().requires_grad(),
-                    alone,
-                    options.zero == 3 && unit != options.units.end() ? unit->second : -1});
+                    alone, options.zero == 3 && unit != options.units.end() ? unit->second : -1});
     COHORT_CHECK(item.value().is_non_overlapping_and_dense(), ConfigError, "DDP: parameter '",
                  item.key(), "' is not dense (a view or an overlapping layout)");
   }
@@ -139,7 +138,6 @@ DistributedDataParallel::DistributedDataParallel(torch::nn::Module& module,
   if (options.zero > 0) s.pad_buckets();
   index_buckets(s);
   if (options.zero > 0) s.flatten_parameters();
-  if (options.zero == 3) s.shard_parameters();
   make_buckets(s);
   s.scale = at::scalar_tensor(1.0 / comm.size(), at::TensorOptions().dtype(at::kDouble));
   if (options.zero > 0) s.make_pieces();

@@ -54,6 +54,9 @@ void DistributedDataParallel::State::flatten_parameters() {
       place.copy_(param);
       param.set_data(place);
     }
+    // Stage 3: the unit's shard taken and its whole buffer freed before the next is made, so
+    // that start-up holds one unit beyond the model it was handed.
+    if (options.zero == 3) shard_bucket(b);
   }
   if (options.zero >= 2) {
     for (const auto& spec : plan) {

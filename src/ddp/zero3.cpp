@@ -38,21 +38,20 @@ void DistributedDataParallel::State::index_units() {
   }
 }
 
-// After flatten_parameters(): a unit's pieces move to a shard of their own, and its flat buffer
-// is freed; a bucket kept whole keeps its pieces over the flat buffer, as in stage 2.
-void DistributedDataParallel::State::shard_parameters() {
+// From flatten_parameters(), bucket by bucket: a unit's pieces move to a shard of their own and
+// its flat buffer is freed; a bucket kept whole keeps its pieces over the flat buffer, as in
+// stage 2.
+void DistributedDataParallel::State::shard_bucket(std::size_t b) {
   at::NoGradGuard no_grad;
   param_shard.resize(plan.size());
-  for (std::size_t b = 0; b < plan.size(); ++b) {
-    const at::Tensor part = own_part(flat_params[b], b);
-    param_shard[b] = sharded_unit(b) ? part.clone() : part;
-    if (sharded_unit(b)) gathered_bytes_now += bytes_of(flat_params[b]);
+  const at::Tensor part = own_part(flat_params[b], b);
+  if (!sharded_unit(b)) {
+    param_shard[b] = part;
+    return;
   }
-  peak_gathered_bytes = gathered_bytes_now;
-  for (std::size_t b = 0; b < plan.size(); ++b) {
-    if (sharded_unit(b)) free_bucket(b);
-  }
-  peak_gathered_bytes = 0;  // the start-up's whole model is not a training figure
+  param_shard[b] = part.clone();
+  gathered_bytes_now += bytes_of(flat_params[b]);  // free_bucket takes it off again
+  free_bucket(b);
 }
 
 void DistributedDataParallel::State::start_gather(std::size_t b) {

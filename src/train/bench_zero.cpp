@@ -109,10 +109,10 @@ std::int64_t optimizer_bytes(torch::optim::AdamW& adamw) {
 // The stage's figures, each the most over the ranks.
 ZeroStageFigures figures(Variant& v, comm::Communicator& comm, std::int64_t parameters) {
   const auto memory = v.ddp->memory();
-  at::Tensor held = at::tensor({memory.parameter_bytes, memory.gradient_bytes,
-                                optimizer_bytes(*v.adamw), memory.peak_bucket_bytes,
-                                memory.peak_gathered_bytes},
-                               at::kLong);
+  at::Tensor held =
+      at::tensor({memory.parameter_bytes, memory.gradient_bytes, optimizer_bytes(*v.adamw),
+                  memory.peak_bucket_bytes, memory.peak_gathered_bytes},
+                 at::kLong);
   comm.all_reduce(held, {comm::ReduceOp::kMax});
   const auto* h = held.data_ptr<std::int64_t>();
   ZeroStageFigures f;

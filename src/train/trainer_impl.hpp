@@ -126,6 +126,7 @@ struct Trainer::Impl {
   double pipeline_step(const data::Batch& batch);
   double grad_norm(std::int64_t index);
   void report_activations(std::int64_t bytes, std::int64_t index);
+  std::vector<std::int64_t> peak_rss_of_ranks();
 };
 
 }  // namespace cohort::train

@@ -118,7 +118,7 @@ void Trainer::Impl::evaluate_now(LoopState& loop) {
   timer.begin();
 }
 
-// The summary and the run's "end" record.
+// The summary and the run's "end" record (collective: every rank's peak resident memory).
 TrainSummary Trainer::Impl::finish(const LoopState& loop, LoopState::Clock::time_point start) {
   auto& s = summary;
   s.stop_reason = loop.stop.value_or(StopReason::kEpochs);
@@ -128,7 +128,9 @@ TrainSummary Trainer::Impl::finish(const LoopState& loop, LoopState::Clock::time
   const std::int64_t samples = (loop.step - loop.first_step) * plan.samples_per_step();
   s.samples_per_s = static_cast<double>(samples) / s.seconds;  // this start, end to end
   s.steady_samples_per_s = loop.steady.samples_per_s(plan.samples_per_step());
+  const auto peaks = peak_rss_of_ranks();  // the run's whole peak: optimizer state included
   log({{"event", "end"},
+       {"peak_rss_bytes", peaks},
        {"steps", s.steps},
        {"seconds", s.seconds},
        {"samples", samples},

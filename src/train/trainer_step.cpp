@@ -64,17 +64,21 @@ double Trainer::Impl::grad_norm(std::int64_t index) {
 // every rank measuring at the same step.
 void Trainer::Impl::report_activations(std::int64_t bytes, std::int64_t index) {
   activations_reported = true;
-  at::Tensor mine = at::tensor({env::peak_rss_bytes()}, at::kLong);
-  at::Tensor all = at::zeros({control->size()}, at::kLong);
-  control->all_gather(all, mine);
-  std::vector<std::int64_t> peaks(all.data_ptr<std::int64_t>(),
-                                  all.data_ptr<std::int64_t>() + all.numel());
+  const auto peaks = peak_rss_of_ranks();
   log({{"event", "memory"},
        {"step", index + 1},
        {"activation_bytes", std::max<std::int64_t>(0, bytes)},  // 0: the heap shrank
        {"recompute", config.model.recompute},
        {"micro_batch", plan.batch_size},
        {"peak_rss_bytes", peaks}});
+}
+
+// Every rank's peak resident memory so far, in rank order. Collective over the control group.
+std::vector<std::int64_t> Trainer::Impl::peak_rss_of_ranks() {
+  at::Tensor mine = at::tensor({env::peak_rss_bytes()}, at::kLong);
+  at::Tensor all = at::zeros({control->size()}, at::kLong);
+  control->all_gather(all, mine);
+  return {all.data_ptr<std::int64_t>(), all.data_ptr<std::int64_t>() + all.numel()};
 }
 
 // Each phase ends with a lap of the step timer.

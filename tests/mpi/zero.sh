@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# ZeRO stages 1 and 2 (parallel.zero) through `cohort train`, on real mpirun ranks.
+# ZeRO stages 1, 2 and 3 (parallel.zero) through `cohort train`, on real mpirun ranks.
 #   zero.sh COHORT WORK equivalence|resume|bench|bad_config
 # equivalence: the MLP and the GPT, SGD with momentum and AdamW, on 2 and 4 ranks; gradient
 #   accumulation with clipping by the global norm; bf16 autocast; 2 pipeline stages x 2 data
 #   ranks (the MLP, and the GPT with its embedding tied across the first and last stage); the
-#   GPT 2-way tensor-parallel x 2 data ranks; stage 2 with overlap. After 20 steps the
+#   GPT 2-way tensor-parallel x 2 data ranks; stages 2 and 3 with overlap; stage 3 with
+#   activation recompute. After 20 steps the
 #   parameters and the optimizer state (read from the checkpoints, ZeRO's parts joined) are
 #   bit-identical to plain DDP's when both sum in the same order: Open MPI's collectives are pinned
 #   to their linear algorithms (OMPI_MCA_coll_tuned_*), under which an all-reduce and a
@@ -14,14 +15,17 @@
 #   (AdamW on the GPT: 1e-5, as mpi.pipeline.equivalence bounds it against one process; its
 #   update divides by the root of tiny squared gradients, which magnifies their last bits), or
 #   within twice what DDP itself moves between the two orders.
-#   Every ZeRO run's banner says it steps 1/N of the parameters.
-# resume: a ZeRO-2 run on 4 ranks, checkpointed at step 20 (its optimizer state in parts),
-#   resumed with zero 2 on 4 ranks (bit-identical to the uninterrupted run), with zero 0 on 4
+#   Every ZeRO run's banner says it steps 1/N of the parameters. Stage 3 gathers each block's
+#   parameters from the shards before its forward and its backward: bit-identical all the same.
+# resume: a ZeRO-3 run on 4 ranks, checkpointed at step 20 (its parameters and optimizer state
+#   in parts), resumed with zero 3 and zero 2 on 4 ranks (bit-identical to the uninterrupted
+#   run), with zero 0 on 4
 #   (bit-identical: same summation order), with zero 0 on 2 and zero 1 on 1 (another world size:
 #   within float32 tolerance, as docs/training.md says of any resharded resume); a DDP checkpoint
-#   resumed with zero 2 (bit-identical); `cohort ckpt export` of a ZeRO checkpoint.
-# bench: `cohort bench zero --json` on 2 ranks: bytes held per rank per stage against the theory.
-# bad_config: parallel.zero = 3 and -1: one line each, exit 2.
+#   resumed with zero 3 (bit-identical); `cohort ckpt export` of a ZeRO-3 checkpoint.
+# bench: `cohort bench zero --json` on 2 ranks: bytes held per rank per stage against the theory;
+#   bench/zero_peak_rss.sh: measured peak RSS per rank, DDP against stage 3, on 4 ranks.
+# bad_config: parallel.zero = 4 and -1: one line each, exit 2.
 set -euo pipefail
 cohort=$1 work=$2 mode=$3
 here=$(cd "$(dirname "$0")" && pwd)
@@ -51,7 +55,7 @@ pinned() { (export "${PINNED[@]}" && train "$@"); }
 # steps_share RUN RANKS: the banner says this rank steps about 1/RANKS of the parameters.
 steps_share() {
   local line
-  line=$(grep -m1 "^zero [12] over $2 data-parallel rank(s): this rank steps" "$1.log") ||
+  line=$(grep -m1 "^zero [123] over $2 data-parallel rank(s): this rank steps" "$1.log") ||
     { echo "FAIL: $1: no ZeRO line in its banner"; exit 1; }
   /usr/bin/python3 - "$line" "$2" <<'PY'
 import re, sys
@@ -60,12 +64,12 @@ ranks = int(sys.argv[2])
 assert abs(here - total / ranks) <= 64 * ranks, (sys.argv[1], ranks)
 PY
 }
-# zeros RANKS NAME ARGS...: the run under parallel.zero 0, 1 and 2, pinned.
+# zeros RANKS NAME ARGS...: the run under parallel.zero 0, 1, 2 and 3, pinned.
 zeros() {
   local n=$1 name=$2
   shift 2
-  for zero in 0 1 2; do pinned "$n" "$name-z$zero" "$@" --set parallel.zero=$zero; done
-  check same "$name-z0" "$name-z1" "$name-z2"
+  for zero in 0 1 2 3; do pinned "$n" "$name-z$zero" "$@" --set parallel.zero=$zero; done
+  check same "$name-z0" "$name-z1" "$name-z2" "$name-z3"
 }
 # accumulating RANKS NAME BATCH ARGS...: the same, for steps of several micro-batches
 # (accumulation or pipeline): stage 2 reduces each micro-batch and adds the reduced shards, where
@@ -79,10 +83,11 @@ accumulating() {
   # for the same reason (measured 5.4e-6 to 6.3e-6 on three machines; DDP itself moves 2.7e-6 to
   # 7.2e-6 there).
   [[ $name == GPT-* ]] && floor=1e-5
-  for zero in 0 1 2; do pinned "$n" "$name-z$zero" "$@" --set parallel.zero=$zero; done
+  for zero in 0 1 2 3; do pinned "$n" "$name-z$zero" "$@" --set parallel.zero=$zero; done
   train 1 "$name-one" "$@" --set data.batch_size="$batch" --set optim.accumulation=1 \
     --set parallel.pipeline_stages=1
   check same "$name-z0" "$name-z1"
+  check same "$name-z2" "$name-z3"  # stage 3 reduces gradients as stage 2 does
   check order floor=$floor "$name-one" "$name-z0" "$name-z2"
 }
 
@@ -96,6 +101,7 @@ equivalence)
     done
     steps_share "MLP-SGD-n$n-z1" $n
     steps_share "GPT-ADAMW-n$n-z2" $n
+    steps_share "GPT-ADAMW-n$n-z3" $n
   done
   # Two micro-batches accumulated per step, clipped by the global norm (one sum over shards).
   accumulating 4 MLP-accum-clip 64 "${MLP[@]}" "${ADAMW[@]}" --set data.batch_size=8 \
@@ -109,17 +115,26 @@ equivalence)
     --set parallel.pipeline_stages=2 --set parallel.micro_batches=2
   zeros 4 GPT-t2d2 "${GPT[@]}" "${ADAMW[@]}" --set data.batch_size=8 --set parallel.tensor=2 \
     --set optim.clip_norm=0.1
-  pinned 4 GPT-ADAMW-n4-z2-overlap "${GPT[@]}" "${ADAMW[@]}" --set data.batch_size=8 \
-    --set parallel.zero=2 --set parallel.overlap=true
-  check same GPT-ADAMW-n4-z0 GPT-ADAMW-n4-z2-overlap
+  for zero in 2 3; do
+    pinned 4 GPT-ADAMW-n4-z$zero-overlap "${GPT[@]}" "${ADAMW[@]}" --set data.batch_size=8 \
+      --set parallel.zero=$zero --set parallel.overlap=true
+  done
+  # Stage 3 under recompute: a block's parameters gathered again for its rerun in backward.
+  pinned 4 GPT-ADAMW-n4-z3-recompute "${GPT[@]}" "${ADAMW[@]}" --set data.batch_size=8 \
+    --set parallel.zero=3 --set model.recompute=blocks
+  check same GPT-ADAMW-n4-z0 GPT-ADAMW-n4-z2-overlap GPT-ADAMW-n4-z3-overlap \
+    GPT-ADAMW-n4-z3-recompute
   # Open MPI's default algorithms: all-reduce and reduce-scatter add in different orders.
   for run in MLP-SGD-n4 GPT-ADAMW-n4; do
     args=("${MLP[@]}" "${SGD[@]}" --set data.batch_size=16)
     [ $run = GPT-ADAMW-n4 ] && args=("${GPT[@]}" "${ADAMW[@]}" --set data.batch_size=8)
-    for zero in 0 1 2; do train 4 "$run-default-z$zero" "${args[@]}" --set parallel.zero=$zero; done
+    for zero in 0 1 2 3; do
+      train 4 "$run-default-z$zero" "${args[@]}" --set parallel.zero=$zero
+    done
     floor=1e-6
     [ $run = GPT-ADAMW-n4 ] && floor=1e-5
-    check order floor=$floor "$run-z0" "$run-default-z0" "$run-default-z1" "$run-default-z2"
+    check order floor=$floor "$run-z0" "$run-default-z0" "$run-default-z1" "$run-default-z2" \
+      "$run-default-z3"
   done
   ;;
 resume)
@@ -135,16 +150,17 @@ resume)
       { echo "FAIL: $new did not resume from step $step"; cat "$new.log"; exit 1; }
   }
   R=("${MLP[@]}" "${ADAMW[@]}" --set train.max_steps=40)
-  pinned 4 U "${R[@]}" --set data.batch_size=8 --set parallel.zero=2
+  pinned 4 U "${R[@]}" --set data.batch_size=8 --set parallel.zero=3
+  resume_from U 20 U-z3-n4 4 "${R[@]}" --set data.batch_size=8 --set parallel.zero=3
   resume_from U 20 U-z2-n4 4 "${R[@]}" --set data.batch_size=8 --set parallel.zero=2
   resume_from U 20 U-z0-n4 4 "${R[@]}" --set data.batch_size=8 --set parallel.zero=0
   resume_from U 20 U-z0-n2 2 "${R[@]}" --set data.batch_size=16 --set parallel.zero=0
   resume_from U 20 U-z1-n1 1 "${R[@]}" --set data.batch_size=32 --set parallel.zero=1
-  check same U U-z2-n4 U-z0-n4
+  check same U U-z3-n4 U-z2-n4 U-z0-n4
   check relative 1e-5 U U-z0-n2 U-z1-n1
   pinned 2 D "${R[@]}" --set data.batch_size=16 --set parallel.zero=0
-  resume_from D 20 D-z2-n2 2 "${R[@]}" --set data.batch_size=16 --set parallel.zero=2
-  check same D D-z2-n2
+  resume_from D 20 D-z3-n2 2 "${R[@]}" --set data.batch_size=16 --set parallel.zero=3
+  check same D D-z3-n2
   # The export joins the parts like any checkpoint; its weights are the run's.
   "$cohort" ckpt export U/checkpoints/step-00000040 -o U.h5 >/dev/null
   /usr/bin/python3 -c "
@@ -162,21 +178,40 @@ print(f'cohort ckpt export of a ZeRO checkpoint: {len(names)} tensors, the run\'
   ;;
 bench)
   # `cohort bench zero` on 2 ranks, small: each stage's bytes held per rank against the theory
-  # (16, 8 + 8/N, 4 + 12/N bytes per parameter) and stage 2's gradients at 1/N. Not timed here.
+  # (16, 8 + 8/N, 4 + 12/N, 16/N bytes per parameter), stage 2's gradients at 1/N, stage 3's
+  # whole layers at most two (the one running and the one fetched ahead). Not timed here.
   $MPIEXEC $MPIEXEC_FLAGS -np 2 "$cohort" bench zero --layers 64 256 256 10 --steps 2 --json \
     >bench.json
   /usr/bin/python3 - <<'PY'
 import json
 r = json.load(open("bench.json"))
-assert r["ranks"] == 2 and len(r["stages"]) == 3, r
+assert r["ranks"] == 2 and len(r["stages"]) == 4, r
 psi, n = r["parameters"], r["ranks"]
 for s in r["stages"]:
     held = s["parameter_bytes"] + s["gradient_bytes"] + s["optimizer_bytes"]
-    theory = {0: 16 * psi, 1: 8 * psi + 8 * psi / n, 2: 4 * psi + 12 * psi / n}[s["stage"]]
+    theory = {0: 16 * psi, 1: 8 * psi + 8 * psi / n, 2: 4 * psi + 12 * psi / n,
+              3: 16 * psi / n}[s["stage"]]
     assert abs(s["theory_bytes"] - theory) < 1 and 1 <= held / theory <= 1.01, (s, theory)
     print(f"stage {s['stage']}: {held} bytes held per rank, theory {theory:.0f}")
 assert r["stages"][2]["gradient_bytes"] <= r["stages"][0]["gradient_bytes"] / n + 64
 assert r["stages"][2]["bucket_bytes"] > 0 and r["stages"][0]["bucket_bytes"] == 0
+# The two largest layers (256 x 256 + 256, 64 x 256 + 256, in floats) whole at once at most.
+layers = [256 * 256 + 256, 64 * 256 + 256, 256 * 10 + 10]
+assert 0 < r["stages"][3]["gathered_bytes"] <= 4 * (layers[0] + layers[1]) + 64, r["stages"][3]
+assert all(s["gathered_bytes"] == 0 for s in r["stages"][:3])
+PY
+  # Measured, not counted: peak RSS per rank of a 14 M-parameter GPT on 4 ranks (AdamW), DDP
+  # against stage 3, with a budget between them (measured ~445 and ~345 MiB): stage 3 at least
+  # 4 bytes per parameter under DDP (the theory says 12; start-up holds the whole model once).
+  COHORT_BUILD_DIR=$(dirname "$cohort") "$here/../../bench/zero_peak_rss.sh" --width 384 \
+    --blocks 8 --budget-mib 400 --json >rss.json
+  /usr/bin/python3 - <<'PY'
+import json
+r = json.load(open("rss.json"))
+ddp, z3 = r["runs"]
+assert not ddp["fits"] and z3["fits"], r
+assert z3["max_mib"] <= ddp["max_mib"] - 4 * r["parameters"] / 2**20, r
+print(f"peak RSS per rank: DDP {ddp['max_mib']:.0f} MiB, stage 3 {z3['max_mib']:.0f} MiB")
 PY
   ;;
 bad_config)
@@ -189,7 +224,7 @@ bad_config)
     grep -q "^cohort: error: .*$message" bad.log || { echo "no '$message':"; cat bad.log; exit 1; }
     echo "ok: $(grep -m1 '^cohort: error' bad.log)"
   }
-  expect 2 "parallel.zero" "${MLP[@]}" --set parallel.zero=3
+  expect 2 "parallel.zero" "${MLP[@]}" --set parallel.zero=4
   expect 2 "parallel.zero" "${MLP[@]}" --set parallel.zero=-1
   ;;
 esac

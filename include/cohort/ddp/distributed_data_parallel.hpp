@@ -110,8 +110,8 @@ struct ShardPiece {
 // Bytes this rank holds for training, by kind (the memory figures of `cohort bench zero`).
 struct DdpMemory {
   std::int64_t parameter_bytes = 0;
-  std::int64_t gradient_bytes = 0;     // persistent: buckets (stage < 2) or shards (stage 2)
-  std::int64_t peak_bucket_bytes = 0;  // stage 2: the most bucket buffers held at once
+  std::int64_t gradient_bytes = 0;       // persistent: buckets (stage < 2) or shards (stage 2)
+  std::int64_t peak_bucket_bytes = 0;    // stage 2: the most bucket buffers held at once
   std::int64_t peak_gathered_bytes = 0;  // stage 3: the most units' parameters whole at once
 };
 

@@ -33,10 +33,10 @@ struct ZeroStageFigures {
   std::int64_t optimizer_bytes = 0;
   std::int64_t bucket_bytes = 0;    // stages 2, 3: the most transient gradient buckets at once
   std::int64_t gathered_bytes = 0;  // stage 3: the most whole (gathered) layers at once
-  double theory_bytes = 0;        // parameters + gradients + optimizer state, in theory
-  double held_ratio = 0;          // (parameters + gradients + optimizer) / theory
-  double step_ms = 0;             // median
-  double step_ratio = 0;          // against stage 0's
+  double theory_bytes = 0;          // parameters + gradients + optimizer state, in theory
+  double held_ratio = 0;            // (parameters + gradients + optimizer) / theory
+  double step_ms = 0;               // median
+  double step_ratio = 0;            // against stage 0's
 };
 
 struct ZeroBenchResult {
