@@ -5,9 +5,11 @@
 #pragma once
 
 #include <ATen/autocast_mode.h>
+#include <c10/core/Allocator.h>
 #include <torch/optim/optimizer.h>
 #include <torch/version.h>
 
+#include <cstring>
 #include <sstream>
 #include <string>
 #include <type_traits>
@@ -69,5 +71,22 @@ inline void set_autocast_enabled(at::DeviceType device, bool enabled) {
   }
 #endif
 }
+
+// A c10::Allocator written once: subclasses implement make(). 1.13 declares allocate() const;
+// from 2.3 it is not, and copy_data() is a pure virtual of its own.
+class AllocatorBase : public c10::Allocator {
+ public:
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 3)
+  c10::DataPtr allocate(size_t n) override { return make(n); }
+  void copy_data(void* dest, const void* src, size_t count) const override {
+    std::memcpy(dest, src, count);
+  }
+#else
+  c10::DataPtr allocate(size_t n) const override { return make(n); }
+#endif
+
+ protected:
+  virtual c10::DataPtr make(size_t n) const = 0;
+};
 
 }  // namespace cohort::torch_compat

@@ -57,8 +57,11 @@ struct DistributedDataParallel::State {
   std::int64_t bucket_bytes_now = 0, peak_bucket_bytes = 0;  // stage 2
   // Stage 3 (zero3.cpp).
   std::vector<at::Tensor> param_shard;  // per bucket: this rank's part of the parameters
-  std::vector<int> unit_of_bucket;      // -1: kept whole
+  at::Tensor shard_arena;               // the units' shards, when they share one dtype
+  std::int64_t arena_used = 0;
+  std::vector<int> unit_of_bucket;  // -1: kept whole
   std::vector<std::vector<std::size_t>> buckets_of_unit;
+  bool units_contiguous = true;        // each unit's buckets follow each other in the plan
   std::vector<comm::WorkPtr> gathers;  // per bucket: an all-gather issued, not yet waited for
   std::vector<bool> whole;             // per bucket: the flat parameters hold memory
   std::int64_t gathered_bytes_now = 0, peak_gathered_bytes = 0;
@@ -85,6 +88,7 @@ struct DistributedDataParallel::State {
   // ZeRO (zero.cpp).
   void pad_buckets();
   void flatten_parameters();
+  void place_bucket(std::size_t b, bool copy);
   void make_pieces();
   void take_bucket(std::size_t b);  // stage 2: a buffer for the bucket's first gradient
   void retire(std::size_t b);       // stage 2: wait, fold into the shard, free the buffer
@@ -94,6 +98,7 @@ struct DistributedDataParallel::State {
   // Stage 3 (zero3.cpp).
   bool sharded_unit(std::size_t b) const { return options.zero == 3 && unit_of_bucket[b] >= 0; }
   void index_units();
+  void make_shard_arena();
   void shard_bucket(std::size_t b);  // from flatten_parameters: its shard; a unit's freed
   void start_gather(std::size_t b);  // memory for the bucket, its all-gather issued
   void finish_gather(std::size_t b);

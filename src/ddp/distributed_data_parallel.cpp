@@ -174,6 +174,7 @@ void DistributedDataParallel::index_buckets(State& s) {
 void DistributedDataParallel::broadcast_state(State& s) {
   at::NoGradGuard no_grad;  // parameters are leaves that require grad: copy into them silently
   for (auto& p : s.params) {
+    if (s.options.same_start) break;
     if (p.is_contiguous()) {
       s.comm->broadcast(p, 0);
     } else {  // a dense layout such as channels-last: collectives take contiguous tensors

@@ -39,30 +39,50 @@ void DistributedDataParallel::State::pad_buckets() {
 // The parameters' values move into one flat buffer per bucket (laid out like the gradient
 // bucket, contiguous), so that a bucket's parameters are all-gathered in one call. set_data keeps
 // each parameter's identity (the module, the optimizer and autograd still see the same tensor).
+// Stage 3 cuts a unit's buckets into shards and frees them before the next unit's are made, so
+// that start-up holds one unit beyond the model it was handed; with materialize_unit the unit's
+// parameters are placed without values and given them there (no copy of the model is made).
 void DistributedDataParallel::State::flatten_parameters() {
   at::NoGradGuard no_grad;
   flat_params.resize(plan.size());
+  if (options.zero == 3) make_shard_arena();
+  std::size_t first = 0;  // the current unit's first bucket
+  std::vector<bool> given(buckets_of_unit.size(), false);
   for (std::size_t b = 0; b < plan.size(); ++b) {
-    const BucketSpec& spec = plan[b];
-    at::Tensor& flat_b = flat_params[b];
-    flat_b = at::zeros({spec.numel}, params[spec.params.front()].options());
-    for (std::size_t i = 0; i < spec.params.size(); ++i) {
-      at::Tensor& param = params[spec.params[i]];
-      at::Tensor place = at::empty({0}, flat_b.options());
-      place.set_(flat_b.storage(), flat_b.storage_offset() + spec.offsets[i], param.sizes(),
-                 c10::contiguous_strides(param.sizes()));
-      place.copy_(param);
-      param.set_data(place);
+    const int unit = unit_of_bucket[b];
+    const bool deferred = unit >= 0 && options.materialize_unit && units_contiguous;
+    // A unit whose buckets others come between gets its values before its first is made.
+    if (unit >= 0 && options.materialize_unit && !units_contiguous && !given[unit]) {
+      options.materialize_unit(unit);
+      given[unit] = true;
     }
-    // Stage 3: the unit's shard taken and its whole buffer freed before the next is made, so
-    // that start-up holds one unit beyond the model it was handed.
-    if (options.zero == 3) shard_bucket(b);
+    place_bucket(b, /*copy=*/!deferred);
+    if (options.zero != 3) continue;
+    if (unit >= 0 && b + 1 < plan.size() && unit_of_bucket[b + 1] == unit) continue;
+    if (deferred) options.materialize_unit(unit);
+    for (std::size_t k = first; k <= b; ++k) shard_bucket(k);
+    first = b + 1;
   }
   if (options.zero >= 2) {
     for (const auto& spec : plan) {
       grad_shard.push_back(at::zeros({spec.numel / comm->size()}, flat_params.front().options()));
     }
     shard_fresh.assign(plan.size(), true);
+  }
+}
+
+// A flat buffer for bucket b, and its parameters moved there (with their values when `copy`).
+void DistributedDataParallel::State::place_bucket(std::size_t b, bool copy) {
+  const BucketSpec& spec = plan[b];
+  at::Tensor& flat_b = flat_params[b];
+  flat_b = at::zeros({spec.numel}, params[spec.params.front()].options());
+  for (std::size_t i = 0; i < spec.params.size(); ++i) {
+    at::Tensor& param = params[spec.params[i]];
+    at::Tensor place = at::empty({0}, flat_b.options());
+    place.set_(flat_b.storage(), flat_b.storage_offset() + spec.offsets[i], param.sizes(),
+               c10::contiguous_strides(param.sizes()));
+    if (copy) place.copy_(param);
+    param.set_data(place);
   }
 }
 

@@ -6,6 +6,7 @@
 // saves those very tensors for backward. Giving the storage new memory (rather than the
 // parameters new tensors) keeps every holder valid, and a holder that looks while the unit is
 // freed sees zero bytes rather than stale values.
+#include <ATen/ops/empty.h>
 #include <c10/core/Allocator.h>
 #include <c10/core/StorageImpl.h>
 
@@ -36,6 +37,26 @@ void DistributedDataParallel::State::index_units() {
     if (buckets_of_unit.size() <= u) buckets_of_unit.resize(u + 1);
     buckets_of_unit[u].push_back(b);
   }
+  for (const auto& buckets : buckets_of_unit) {
+    for (std::size_t i = 1; i < buckets.size(); ++i) {
+      if (buckets[i] != buckets[i - 1] + 1) units_contiguous = false;
+    }
+  }
+}
+
+// The units' shards in one buffer, made before any unit is: the units' transient buffers (their
+// values, their flat buffer) then take the same memory one unit after another. Each shard made
+// apart, between them, left holes in the heap that the next unit's did not fit (the start-up of
+// a 38 M-parameter GPT on 4 ranks grew by 8 MiB per unit for a 3 MiB shard).
+void DistributedDataParallel::State::make_shard_arena() {
+  std::int64_t total = 0;
+  for (std::size_t b = 0; b < plan.size(); ++b) {
+    if (!sharded_unit(b)) continue;
+    if (plan[b].dtype != plan.front().dtype) return;  // mixed: each shard apart
+    total += shard_numel(b);
+  }
+  const at::Tensor& first = params[plan.front().params.front()];
+  shard_arena = at::empty({total}, first.options().requires_grad(false));
 }
 
 // From flatten_parameters(), bucket by bucket: a unit's pieces move to a shard of their own and
@@ -49,7 +70,12 @@ void DistributedDataParallel::State::shard_bucket(std::size_t b) {
     param_shard[b] = part;
     return;
   }
-  param_shard[b] = part.clone();
+  if (shard_arena.defined()) {
+    param_shard[b] = shard_arena.narrow(0, arena_used, part.numel()).copy_(part);
+    arena_used += part.numel();
+  } else {
+    param_shard[b] = part.clone();
+  }
   gathered_bytes_now += bytes_of(flat_params[b]);  // free_bucket takes it off again
   free_bucket(b);
 }

@@ -79,6 +79,15 @@ at::Tensor Stage::run_block(std::size_t b, at::Tensor x, bool again) {
   return y;
 }
 
+std::vector<std::pair<std::string, std::shared_ptr<torch::nn::Module>>> Stage::block_modules(
+    std::size_t b) const {
+  std::vector<std::pair<std::string, std::shared_ptr<torch::nn::Module>>> out;
+  for (std::size_t m = 0; m < modules_[b].size(); ++m) {
+    out.emplace_back(module_names_[b][m], modules_[b][m]);
+  }
+  return out;
+}
+
 std::map<std::string, int> Stage::parameter_blocks() const {
   std::map<std::string, int> block_of;
   std::set<std::string> several;

@@ -193,6 +193,7 @@ COHORT_CHOICE_TEXT(IoDriver, "data", "driver")
 COHORT_CHOICE_TEXT(GradBackend, "parallel", "backend")
 COHORT_CHOICE_TEXT(PipelineSchedule, "parallel", "schedule")
 COHORT_CHOICE_TEXT(ConsoleMode, "monitor", "console")
+COHORT_CHOICE_TEXT(Materialize, "model", "materialize")
 #undef COHORT_CHOICE_TEXT
 
 std::string loss_task_mismatch(TaskKind task, LossKind loss) {

@@ -56,6 +56,12 @@ const std::vector<KeySpec>& config_table() {
       {COHORT_KEY(model, recompute), K::kString, "none",
        "activation recompute: blocks (keep each block's input only, compute the rest again in "
        "backward), every:K (segments of K blocks), none"},
+      {COHORT_KEY(model, materialize), K::kChoice, "whole",
+       "own: each rank builds only its part of the model (its stage, tensor part, ZeRO-3 "
+       "shard), initialised by a generator per module seeded by train.seed and the module's "
+       "name, equal in every layout; whole: every rank builds the whole model from one "
+       "generator (mlp, cnn and gpt have both)",
+       "whole|own"},
       {COHORT_KEY(model, freeze), K::kString, "",
        "a regex: parameters whose names it matches are not trained (not in DDP, not in the "
        "optimizer)"},

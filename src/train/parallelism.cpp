@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <map>
 #include <set>
 
 #include "cohort/env/system_info.hpp"
@@ -59,7 +60,7 @@ bool Parallelism::scores() const {
 }
 
 void Parallelism::attach(std::shared_ptr<Model> model, const at::Tensor& sample,
-                         ddp::DdpOptions ddp, int recompute) {
+                         ddp::DdpOptions ddp, int recompute, Materializer* materializer) {
   model_ = std::move(model);
   const auto devices = pipeline::parse_devices(options_.devices);
   COHORT_CHECK(recompute == 0 || !model_->blocks().empty(), ConfigError, "model.recompute: model ",
@@ -76,6 +77,7 @@ void Parallelism::attach(std::shared_ptr<Model> model, const at::Tensor& sample,
     stage_->set_recompute(recompute);
     model_.reset();  // the blocks of other stages go; the stage holds its own
   }
+  if (materializer != nullptr) materialize_kept(*materializer, ddp);
   sort_parameters();
   ddp.zero = static_cast<int>(options_.zero);
   // The tied copies' gradients are summed across the two stages after each step: under ZeRO
@@ -85,6 +87,34 @@ void Parallelism::attach(std::shared_ptr<Model> model, const at::Tensor& sample,
   if (zero3) ddp.units = zero_units(*stage_);
   ddp_ = std::make_unique<ddp::DistributedDataParallel>(trained(), data_group(), ddp);
   if (zero3) connect_zero3(*stage_, *ddp_);
+  // What no unit gave values to (a block whose parameters are all frozen).
+  if (materializer != nullptr) materializer->materialize(trained());
+  ddp_->broadcast_buffers();  // every rank's buffers are its own draws: rank 0's to all
+}
+
+// The modules this rank keeps get their values; under ZeRO 3 those used by several blocks now
+// (kept whole), each block's as DDP makes its unit's shard.
+void Parallelism::materialize_kept(Materializer& materializer, ddp::DdpOptions& ddp) {
+  if (options_.zero != 3) {
+    materializer.materialize(trained());
+    return;
+  }
+  std::map<std::string, int> users;
+  const std::size_t blocks = stage_->block_names().size();
+  for (std::size_t b = 0; b < blocks; ++b) {
+    for (const auto& entry : stage_->block_modules(b)) ++users[entry.first];
+  }
+  for (std::size_t b = 0; b < blocks; ++b) {
+    for (const auto& [name, module] : stage_->block_modules(b)) {
+      if (users[name] > 1) materializer.materialize(*module, name);
+    }
+  }
+  ddp.same_start = true;  // the parameters are skeletons until their unit is made
+  ddp.materialize_unit = [this, &materializer](int unit) {
+    for (const auto& [name, module] : stage_->block_modules(static_cast<std::size_t>(unit))) {
+      materializer.materialize(*module, name, /*in_place=*/true);
+    }
+  };
 }
 
 // ZeRO: this rank's shard pieces of the parameters in `subset`.

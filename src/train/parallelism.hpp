@@ -7,7 +7,9 @@
 // when the first and last stages share a module (GPT's tied token embedding), a group of those
 // two stages. attach() then takes the model, built whole on every rank with the same seed (and
 // its tensor-parallel layers already split over tensor_group()), and keeps this rank's stage of
-// it; the other stages' blocks are freed (the whole model exists only while it is split).
+// it; the other stages' blocks are freed (the whole model exists only while it is split). With
+// model.materialize = own the model it takes is a skeleton without memory, and only what the
+// rank keeps gets values (materialize.hpp).
 // Without pipeline stages the trainer runs its own accumulation loop around ddp(); with them,
 // pipeline_step() runs one step's forwards and backwards through the executor's schedule, leaving
 // gradients averaged over the data group (DDP synchronises during the step's last backward) and
@@ -34,6 +36,7 @@
 #include "cohort/pipeline/stage.hpp"
 #include "cohort/train/config.hpp"
 #include "cohort/train/model.hpp"
+#include "train/materialize.hpp"
 
 namespace cohort::train {
 
@@ -60,8 +63,11 @@ class Parallelism {
   // Takes the whole model, keeps this rank's stage (when pipelined, placed on devices or
   // recomputed), wraps it in DDP over the data group. `sample` is one input sample for shape
   // inference; `recompute`: blocks per recomputed segment (model.recompute; 0: none).
+  // `materializer` (model.materialize = own; nullptr: whole): the model is a skeleton, and only
+  // the modules this rank keeps are given values (under ZeRO 3 a block at a time, as DDP shards
+  // it), so that no rank holds the whole model.
   void attach(std::shared_ptr<Model> model, const at::Tensor& sample, ddp::DdpOptions ddp,
-              int recompute = 0);
+              int recompute = 0, Materializer* materializer = nullptr);
   torch::nn::Module& trained();                  // what the optimizer and checkpoints see
   at::Tensor forward(const at::Tensor& inputs);  // the trained module
   // A batch: forward() of its inputs, or the model's forward_fields() for a field dataset (whose
@@ -97,6 +103,7 @@ class Parallelism {
   void build_groups();
   void keep_stage(const at::Tensor& sample, const std::vector<c10::Device>& devices);
   void sort_parameters();
+  void materialize_kept(Materializer& materializer, ddp::DdpOptions& ddp);
   void reduce_shared_gradients();
   std::vector<ddp::ShardPiece> pieces_of(const std::vector<at::Tensor>& subset);
 

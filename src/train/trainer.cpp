@@ -177,7 +177,16 @@ void Trainer::Impl::build_model(const data::DatasetInfo& info) {
                ConfigError, info.path,
                ": a field dataset's model runs whole on one device (parallel.pipeline_stages and "
                "parallel.devices need a single-input dataset)");
+  const bool own = config.model.materialize == Materialize::kOwn;
+  COHORT_CHECK(!own || config.model.init_from.empty(), ConfigError,
+               "model.materialize = own draws each rank's part itself, and model.init_from loads "
+               "the whole model: set model.materialize = whole to start from ",
+               config.model.init_from);
+  input.skeleton = own;
+  std::optional<SkeletonScope> skeleton;
+  if (own) skeleton.emplace();
   auto model = train::build_model(config.model, input);
+  skeleton.reset();
   if (!config.model.init_from.empty()) init_from(*model);
   if (!config.model.freeze.empty()) freeze_parameters(*model, config.model.freeze);
   group_parameters(named_parameters(*model), config.optim.lr_scale, true);  // each regex matches
@@ -188,8 +197,18 @@ void Trainer::Impl::build_model(const data::DatasetInfo& info) {
   ddp::DdpOptions d;
   d.bucket_bytes = static_cast<std::size_t>(config.parallel.bucket_mb * 1048576);
   d.overlap = config.parallel.overlap;
+  std::optional<Materializer> materializer;
+  if (own) {
+    materializer.emplace(static_cast<std::uint64_t>(config.train.seed),
+                         [model](const std::string& module, const std::string& tensor,
+                                 at::Tensor& value, at::Generator& generator) {
+                           model->adjust_initial_value(module, tensor, value, generator);
+                         });
+  }
   parallel->attach(std::move(model), sample_input(input), d,
-                   recompute_segment(config.model.recompute));
+                   recompute_segment(config.model.recompute),
+                   materializer ? &*materializer : nullptr);
+  startup_peak_rss = env::peak_rss_bytes();  // the model built and this rank's part kept
   const auto params = parallel->trained().parameters();
   settings.cuda = !params.empty() && params.front().is_cuda();
 }

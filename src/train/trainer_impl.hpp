@@ -126,7 +126,9 @@ struct Trainer::Impl {
   double pipeline_step(const data::Batch& batch);
   double grad_norm(std::int64_t index);
   void report_activations(std::int64_t bytes, std::int64_t index);
-  std::vector<std::int64_t> peak_rss_of_ranks();
+  // Every rank's peak resident memory so far (`value`: this rank's figure to gather instead).
+  std::vector<std::int64_t> peak_rss_of_ranks(std::int64_t value = -1);
+  std::int64_t startup_peak_rss = 0;  // after the model is built and attached
 };
 
 }  // namespace cohort::train

@@ -60,22 +60,24 @@ double Trainer::Impl::grad_norm(std::int64_t index) {
 
 // The bytes one micro-batch's forward left held for its backward (activations, the loss's
 // inputs), measured once per run as the growth of the host heap: metrics.jsonl's "memory" record.
-// With it, each rank's peak resident memory so far (start-up and that forward): one all-gather,
-// every rank measuring at the same step.
+// With it, each rank's peak resident memory so far (start-up and that forward), and at the end of
+// start-up (the model built and the rank's part kept): all-gathers, every rank at the same step.
 void Trainer::Impl::report_activations(std::int64_t bytes, std::int64_t index) {
   activations_reported = true;
   const auto peaks = peak_rss_of_ranks();
+  const auto startup = peak_rss_of_ranks(startup_peak_rss);
   log({{"event", "memory"},
        {"step", index + 1},
        {"activation_bytes", std::max<std::int64_t>(0, bytes)},  // 0: the heap shrank
        {"recompute", config.model.recompute},
        {"micro_batch", plan.batch_size},
-       {"peak_rss_bytes", peaks}});
+       {"peak_rss_bytes", peaks},
+       {"startup_peak_rss_bytes", startup}});
 }
 
 // Every rank's peak resident memory so far, in rank order. Collective over the control group.
-std::vector<std::int64_t> Trainer::Impl::peak_rss_of_ranks() {
-  at::Tensor mine = at::tensor({env::peak_rss_bytes()}, at::kLong);
+std::vector<std::int64_t> Trainer::Impl::peak_rss_of_ranks(std::int64_t value) {
+  at::Tensor mine = at::tensor({value >= 0 ? value : env::peak_rss_bytes()}, at::kLong);
   at::Tensor all = at::zeros({control->size()}, at::kLong);
   control->all_gather(all, mine);
   return {all.data_ptr<std::int64_t>(), all.data_ptr<std::int64_t>() + all.numel()};

@@ -51,6 +51,7 @@
 #include <ATen/core/Tensor.h>
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -92,6 +93,13 @@ struct DdpOptions {
   // several recomputed segments (pipeline/recompute.hpp) has its accumulator run once per
   // segment. Its gradient is taken after the last part.
   std::map<std::string, int> arrivals;
+  // Every rank starts from the same values already (each drew them from the same generators):
+  // no broadcast of the parameters from rank 0.
+  bool same_start = false;
+  // ZeRO 3: called with a unit just before its parameters move into their flat buffer (which is
+  // cut into shards and freed at once): each rank gives a unit its values only then, so that
+  // start-up never holds more than one unit whole (train/materialize.hpp).
+  std::function<void(int unit)> materialize_unit;
 };
 
 // Stage 2: reduce-scatters in flight behind the bucket being filled (their buffers are held).

@@ -68,6 +68,9 @@ class Stage : public torch::nn::Module {
   // first and the last), by name, with the number of segments using them: the parts in which
   // their gradient arrives in one backward.
   std::map<std::string, int> gradient_arrivals() const;
+  // Block b's modules, by their names in the model.
+  std::vector<std::pair<std::string, std::shared_ptr<torch::nn::Module>>> block_modules(
+      std::size_t b) const;
   // Each parameter's block (index in this stage), by name; one used by several blocks has none.
   std::map<std::string, int> parameter_blocks() const;
   void set_block_hooks(BlockHooks hooks) { hooks_ = std::move(hooks); }

@@ -39,6 +39,8 @@ enum class TargetMetric { kNone, kAccuracy, kLoss, kPerplexity, kMae, kR2, kMicr
 enum class TaskKind { kAuto, kClassification, kRegression, kMultilabel, kLanguageModel };
 enum class LossKind { kAuto, kCrossEntropy, kMse, kL1, kHuber, kBce };
 enum class Precision { kFp32, kBf16 };
+// model.materialize: every rank builds the whole model, or only its own part (materialize.hpp).
+enum class Materialize { kWhole, kOwn };
 enum class IoDriver { kPosix, kMpio };
 enum class GradBackend { kMpi, kNccl };
 enum class PipelineSchedule { k1f1b, kGpipe };
@@ -64,6 +66,7 @@ struct ModelConfig {
   std::string init_skip;        // a regex: model tensors init_from leaves as initialised
   std::string freeze;           // a regex over parameter names
   std::string recompute;        // none | blocks | every:K (recompute_segment())
+  Materialize materialize = Materialize::kWhole;
   // The selected model's own section, typed (its ModelOptions struct), when it declared one.
   std::shared_ptr<const void> options;
 };

@@ -9,6 +9,7 @@
 // stages; one built with a tensor group splits its tensor-parallel layers over it (the GPT).
 #pragma once
 
+#include <ATen/core/Generator.h>
 #include <ATen/core/Tensor.h>
 #include <torch/nn/module.h>
 #include <torch/version.h>
@@ -44,6 +45,10 @@ struct ModelInput {
   comm::Communicator* tensor_group = nullptr;
   // Field datasets: the input fields, by name (empty otherwise).
   std::vector<data::FieldInfo> fields{};
+  // model.materialize = own: the model is built as a skeleton (train/materialize.hpp) whose
+  // values each rank draws later for its own part; a constructor skips its own initialisation
+  // passes (adjust_initial_value() does them per tensor instead).
+  bool skeleton = false;
 };
 
 class Model : public torch::nn::Module {
@@ -60,6 +65,11 @@ class Model : public torch::nn::Module {
   // The model as a sequence of blocks sharing this model's submodules; forward() is their
   // composition. Empty: the model cannot be pipelined.
   virtual std::vector<pipeline::BlockSpec> blocks() { return {}; }
+  // model.materialize = own: the model's own initialisation of one tensor (`tensor` of module
+  // `module`, by their names), applied to the whole value the module's default drew, with that
+  // module's generator. The default keeps LibTorch's initialisation.
+  virtual void adjust_initial_value(const std::string& /*module*/, const std::string& /*tensor*/,
+                                    at::Tensor& /*value*/, at::Generator& /*generator*/) const {}
 };
 
 // Runs `blocks` in order: the forward() of a model made of them.

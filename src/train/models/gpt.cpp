@@ -127,9 +127,10 @@ class Gpt : public Model {
                                         std::make_shared<Block>(width, heads, dropout_)));
     }
     ln_f_ = register_module("ln_f", torch::nn::LayerNorm(torch::nn::LayerNormOptions({width})));
-    // GPT-2's initialization: N(0, 0.02) for embeddings and linear weights.
+    // GPT-2's initialization: N(0, 0.02) for embeddings and linear weights (a skeleton's
+    // tensors get it from adjust_initial_value when each rank draws its own).
     for (auto& p : named_parameters()) {
-      if (p.key().find("weight") != std::string::npos && p.value().dim() == 2) {
+      if (!input.skeleton && p.key().find("weight") != std::string::npos && p.value().dim() == 2) {
         torch::nn::init::normal_(p.value(), 0.0, 0.02);
       }
     }
@@ -151,6 +152,10 @@ class Gpt : public Model {
 
   at::Tensor forward(const at::Tensor& inputs) override { return run_blocks(spec_, inputs); }
   std::vector<pipeline::BlockSpec> blocks() override { return spec_; }
+  void adjust_initial_value(const std::string&, const std::string& tensor, at::Tensor& value,
+                            at::Generator& generator) const override {
+    if (tensor == "weight" && value.dim() == 2) value.normal_(0.0, 0.02, generator);
+  }
 
  private:
   double palm_flops() const {
