@@ -19,7 +19,9 @@ namespace {
 
 // The gradients' collectives as all-reduces: ZeRO's reduce-scatter of a bucket of B bytes and
 // all-gather back into it move what one all-reduce of B moves, so together they count as one (a
-// record's bytes are its input's: B for the reduce-scatter, B / ranks for the all-gather).
+// record's bytes are its input's: B for the reduce-scatter, B / ranks for the all-gather). ZeRO
+// 3 gathers a bucket twice per step (before forward and before backward): its figures come out
+// as 1.5 all-reduces of B, what it moves.
 comm::OpTotals gradient_totals(const comm::Communicator& gradients) {
   const auto& recorder = gradients.flight_recorder();
   comm::OpTotals t = recorder.totals("all_reduce");
