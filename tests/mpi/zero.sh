@@ -35,9 +35,13 @@ check() { /usr/bin/python3 "$here/zero_check.py" "$@"; }
   --seed 4 --out set.h5 >/dev/null
 "$cohort" data make-synthetic --kind tokens --tokens 40000 --vocab 64 --seq-len 16 --seed 3 \
   --out tok.h5 >/dev/null
-MLP=(--set data.path=set.h5 --set model.hidden=96,64,32 --set train.seed=11)
+# model.materialize = own: every run, the one-process references included, starts from the same
+# values without any rank building the whole model (mpi.materialize checks those values).
+MLP=(--set data.path=set.h5 --set model.hidden=96,64,32 --set train.seed=11
+  --set model.materialize=own)
 GPT=(--set data.path=tok.h5 --set model.name=gpt --set model.width=32 --set model.heads=4
-  --set model.blocks=3 --set model.context=16 --set model.dropout=0 --set train.seed=5)
+  --set model.blocks=3 --set model.context=16 --set model.dropout=0 --set train.seed=5
+  --set model.materialize=own)
 SGD=(--set optim.name=sgd --set optim.lr=0.05 --set optim.momentum=0.9)
 ADAMW=(--set optim.name=adamw --set optim.lr=0.003 --set optim.weight_decay=0.01)
 # The linear algorithms: every rank's gradient added in one order by all-reduce and reduce-scatter
