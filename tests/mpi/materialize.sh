@@ -128,12 +128,5 @@ print(f"ZeRO 3 start-up peak RSS per rank: whole {whole:.0f} MiB, own {own:.0f} 
 assert own <= whole - 0.4 * r["model_mib"], r
 PY
 # 4. Refusals.
-expect() {  # "message" args...: exit 2 and the message, on one line
-  local message=$1 rc=0
-  shift
-  "$cohort" train --set train.run_dir=bad --set train.max_steps=1 "$@" >bad.log 2>&1 || rc=$?
-  [ "$rc" = 2 ] || { echo "exit $rc, wanted 2: $*"; cat bad.log; exit 1; }
-  grep -q "^cohort: error: .*$message" bad.log || { echo "no '$message':"; cat bad.log; exit 1; }
-  echo "ok: $(grep -m1 '^cohort: error' bad.log)"
-}
+source "$here/expect_error.sh"
 expect "model.init_from" "${MLP[@]}" "${OWN[@]}" --set model.init_from=G1.h5

@@ -64,14 +64,7 @@ MLP=(--set data.path=set.h5 --set model.hidden=64,64,32 --set data.batch_size=16
 train 2 mlp-none "${MLP[@]}"
 train 2 mlp-every2 "${MLP[@]}" --set model.recompute=every:2
 check same mlp-none mlp-every2
-expect() {  # "message" args...: exit code 2 and the message, on one line
-  local message=$1 rc=0
-  shift
-  "$cohort" train --set train.run_dir=bad --set train.max_steps=1 "$@" >bad.log 2>&1 || rc=$?
-  [ "$rc" = 2 ] || { echo "exit $rc, wanted 2: $*"; cat bad.log; exit 1; }
-  grep -q "^cohort: error: .*$message" bad.log || { echo "no '$message':"; cat bad.log; exit 1; }
-  echo "ok: $(grep -m1 '^cohort: error' bad.log)"
-}
+source "$here/expect_error.sh"
 for bad in every:0 every:x sometimes; do
   expect "model.recompute.*not none, blocks or every:K" "${MLP[@]}" --set model.recompute=$bad
 done
