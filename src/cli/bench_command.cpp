@@ -353,7 +353,8 @@ int bench_monitor(const std::vector<std::string>& args, int* argc, char*** argv)
 int run_bench(const std::vector<std::string>& args, int* argc, char*** argv) {
   const std::string what = args.empty() ? "" : args.front();
   if (what == "--help" || what == "-h" || what == "help") {
-    std::cout << "usage: cohort bench <allreduce|ddp|io|ckpt|monitor|pipeline|zero> [options] "
+    std::cout << "usage: cohort bench <allreduce|ddp|io|ckpt|monitor|pipeline|zero|topology> "
+                 "[options] "
                  "[--json]\n       cohort "
                  "bench <benchmark> --help\n";
     return 0;
@@ -366,8 +367,9 @@ int run_bench(const std::vector<std::string>& args, int* argc, char*** argv) {
   if (what == "monitor") return bench_monitor(rest, argc, argv);
   if (what == "pipeline") return bench_pipeline(rest, argc, argv);
   if (what == "zero") return bench_zero(rest, argc, argv);
+  if (what == "topology") return bench_topology(rest);
   COHORT_THROW(UsageError, "cohort bench: unknown benchmark '", what,
-               "' (allreduce, ddp, io, ckpt, monitor, pipeline, zero)");
+               "' (allreduce, ddp, io, ckpt, monitor, pipeline, zero, topology)");
 }
 
 }  // namespace cohort::cli

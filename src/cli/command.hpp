@@ -62,6 +62,7 @@ int run_env(const std::vector<std::string>& args, int* argc, char*** argv);
 int run_bench(const std::vector<std::string>& args, int* argc, char*** argv);
 int bench_pipeline(const std::vector<std::string>& args, int* argc, char*** argv);
 int bench_zero(const std::vector<std::string>& args, int* argc, char*** argv);
+int bench_topology(const std::vector<std::string>& args);
 int run_train(const std::vector<std::string>& args, int* argc, char*** argv);
 int run_predict(const std::vector<std::string>& args, int* argc, char*** argv);
 int run_ckpt_export(const std::vector<std::string>& args, int* argc, char*** argv);
