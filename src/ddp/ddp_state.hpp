@@ -103,6 +103,8 @@ struct DistributedDataParallel::State {
   void start_gather(std::size_t b);  // memory for the bucket, its all-gather issued
   void finish_gather(std::size_t b);
   void free_bucket(std::size_t b);
+  void drop_memory(std::size_t b);  // the flat buffer's memory released in place
+  const std::vector<std::size_t>* unit_buckets(int unit) const;
 };
 
 }  // namespace cohort::ddp

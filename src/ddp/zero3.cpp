@@ -76,8 +76,7 @@ void DistributedDataParallel::State::shard_bucket(std::size_t b) {
   } else {
     param_shard[b] = part.clone();
   }
-  gathered_bytes_now += bytes_of(flat_params[b]);  // free_bucket takes it off again
-  free_bucket(b);
+  drop_memory(b);  // made for the start-up only: never counted as gathered
 }
 
 void DistributedDataParallel::State::start_gather(std::size_t b) {
@@ -104,42 +103,51 @@ void DistributedDataParallel::State::finish_gather(std::size_t b) {
 void DistributedDataParallel::State::free_bucket(std::size_t b) {
   if (gathers[b]) finish_gather(b);  // never free memory a collective still writes
   if (!whole[b]) return;
+  drop_memory(b);
+  gathered_bytes_now -= bytes_of(flat_params[b]);
+}
+
+void DistributedDataParallel::State::drop_memory(std::size_t b) {
   c10::StorageImpl& storage = storage_of(flat_params[b]);
   storage.set_data_ptr_noswap(c10::DataPtr(nullptr, flat_params[b].device()));
   storage.set_nbytes(0);
   whole[b] = false;
-  gathered_bytes_now -= bytes_of(flat_params[b]);
+}
+
+// Unit `unit`'s buckets; nullptr where there is nothing to gather (not stage 3, one rank, a
+// parameter in no unit, a block without trainable parameters).
+const std::vector<std::size_t>* DistributedDataParallel::State::unit_buckets(int unit) const {
+  if (options.zero != 3 || lone || unit < 0) return nullptr;
+  const auto u = static_cast<std::size_t>(unit);
+  return u < buckets_of_unit.size() ? &buckets_of_unit[u] : nullptr;
 }
 
 void DistributedDataParallel::acquire(int unit) {
   State& s = *state_;
-  if (s.options.zero != 3 || s.lone || unit < 0) return;
-  const auto u = static_cast<std::size_t>(unit);
-  if (u >= s.buckets_of_unit.size()) return;  // a block without trainable parameters
-  for (const auto b : s.buckets_of_unit[u]) {
+  const auto* buckets = s.unit_buckets(unit);
+  if (buckets == nullptr) return;
+  for (const auto b : *buckets) {
     if (!s.whole[b]) s.start_gather(b);
   }
-  for (const auto b : s.buckets_of_unit[u]) {
+  for (const auto b : *buckets) {
     if (s.gathers[b]) s.finish_gather(b);
   }
 }
 
 void DistributedDataParallel::prefetch(int unit) {
   State& s = *state_;
-  if (s.options.zero != 3 || s.lone || unit < 0) return;
-  const auto u = static_cast<std::size_t>(unit);
-  if (u >= s.buckets_of_unit.size()) return;
-  for (const auto b : s.buckets_of_unit[u]) {
+  const auto* buckets = s.unit_buckets(unit);
+  if (buckets == nullptr) return;
+  for (const auto b : *buckets) {
     if (!s.whole[b]) s.start_gather(b);
   }
 }
 
 void DistributedDataParallel::release(int unit) {
   State& s = *state_;
-  if (s.options.zero != 3 || s.lone || unit < 0) return;
-  const auto u = static_cast<std::size_t>(unit);
-  if (u >= s.buckets_of_unit.size()) return;
-  for (const auto b : s.buckets_of_unit[u]) s.free_bucket(b);
+  const auto* buckets = s.unit_buckets(unit);
+  if (buckets == nullptr) return;
+  for (const auto b : *buckets) s.free_bucket(b);
 }
 
 }  // namespace cohort::ddp

@@ -70,7 +70,7 @@ std::unique_ptr<Variant> make_variant(const ZeroBenchOptions& o, comm::Communica
   options.bucket_bytes = o.bucket_bytes;
   options.overlap = o.overlap;
   options.zero = stage;
-  if (stage == 3) options.units = zero_units(*v->blocks);
+  if (stage == 3) options.units = v->blocks->parameter_blocks();
   v->ddp = std::make_unique<ddp::DistributedDataParallel>(*v->blocks, comm, options);
   if (stage == 3) connect_zero3(*v->blocks, *v->ddp);
   std::vector<at::Tensor> stepped;

@@ -84,12 +84,13 @@ void Parallelism::attach(std::shared_ptr<Model> model, const at::Tensor& sample,
   // each copy gets a bucket of its own, so that both stages cut it into the same shards.
   if (stage_) ddp.alone = stage_->shared_parameters();
   if (stage_) ddp.arrivals = stage_->gradient_arrivals();  // a tied module under recompute
-  if (zero3) ddp.units = zero_units(*stage_);
+  if (zero3) ddp.units = stage_->parameter_blocks();
   ddp_ = std::make_unique<ddp::DistributedDataParallel>(trained(), data_group(), ddp);
   if (zero3) connect_zero3(*stage_, *ddp_);
-  // What no unit gave values to (a block whose parameters are all frozen).
-  if (materializer != nullptr) materializer->materialize(trained());
-  ddp_->broadcast_buffers();  // every rank's buffers are its own draws: rank 0's to all
+  if (materializer != nullptr) {
+    materializer->materialize(trained());  // what no unit gave values to (frozen blocks)
+    ddp_->broadcast_buffers();  // buffers drawn after DDP's own broadcast: rank 0's to all
+  }
 }
 
 // The modules this rank keeps get their values; under ZeRO 3 those used by several blocks now

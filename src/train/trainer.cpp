@@ -172,12 +172,12 @@ void Trainer::Impl::build_model(const data::DatasetInfo& info) {
   for (const auto& field : info.fields) {
     if (!field.target) input.fields.push_back(field);
   }
-  COHORT_CHECK(info.kind != data::DatasetKind::kFields ||
-                   (!parallel->pipelined() && config.parallel.devices.empty() &&
-                    config.parallel.zero < 3),
-               ConfigError, info.path,
-               ": a field dataset's model runs whole on one device (parallel.pipeline_stages, "
-               "parallel.devices and parallel.zero = 3 need a single-input dataset)");
+  COHORT_CHECK(
+      info.kind != data::DatasetKind::kFields ||
+          (!parallel->pipelined() && config.parallel.devices.empty() && config.parallel.zero < 3),
+      ConfigError, info.path,
+      ": a field dataset's model runs whole on one device (parallel.pipeline_stages, "
+      "parallel.devices and parallel.zero = 3 need a single-input dataset)");
   const bool own = config.model.materialize == Materialize::kOwn;
   COHORT_CHECK(!own || config.model.init_from.empty(), ConfigError,
                "model.materialize = own draws each rank's part itself, and model.init_from loads "

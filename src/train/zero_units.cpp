@@ -6,10 +6,6 @@
 
 namespace cohort::train {
 
-std::map<std::string, int> zero_units(const pipeline::Stage& stage) {
-  return stage.parameter_blocks();
-}
-
 void connect_zero3(pipeline::Stage& stage, ddp::DistributedDataParallel& ddp) {
   const std::size_t blocks = stage.block_names().size();
   auto* d = &ddp;
