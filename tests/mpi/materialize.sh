@@ -16,7 +16,7 @@
 # 3. Measured (bench/zero_peak_rss.sh, a 38 M-parameter GPT, 145 MiB, on 4 ranks): ZeRO 3's peak
 #    RSS at start-up with own at least 40 % of the model below the same run with whole (each
 #    rank then holds its quarter and one block, not the model).
-# 4. own with model.init_from: one line, exit 2.
+# 4. own with model.init_from, and a materialize that is neither whole nor own: one line, exit 2.
 set -euo pipefail
 cohort=$1 work=$2
 here=$(cd "$(dirname "$0")" && pwd)
@@ -130,3 +130,4 @@ PY
 # 4. Refusals.
 source "$here/expect_error.sh"
 expect "model.init_from" "${MLP[@]}" "${OWN[@]}" --set model.init_from=G1.h5
+expect "model.materialize.*not one of whole|own" "${MLP[@]}" --set model.materialize=sometimes
