@@ -19,6 +19,7 @@ enum class ExitCode : int {
   kResumable = 75,  // checkpointed and stopped to be resumed
   kWatchdog = 76,   // a collective timed out
   kPeerLost = 77,   // a peer rank or node was lost
+  kNodeFault = 78,  // this node's accelerator failed (CUDA, NCCL internal, a GPU lost)
 };
 
 class Error : public std::runtime_error {
@@ -66,6 +67,13 @@ class CommError : public Error {
  public:
   explicit CommError(const std::string& what, ExitCode code = ExitCode::kPeerLost)
       : Error(what, code) {}
+};
+
+// The node's accelerator failed: a CUDA error, NCCL's unhandled CUDA error, a GPU lost. A node
+// fault, not the application's: the supervisor excludes the node and requeues.
+class DeviceError : public Error {
+ public:
+  explicit DeviceError(const std::string& what) : Error(what, ExitCode::kNodeFault) {}
 };
 
 // A collective outlived its timeout (the watchdog).

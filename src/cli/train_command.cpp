@@ -8,15 +8,40 @@
 #include "cohort/comm/allocator.hpp"
 #include "cohort/comm/mpi_session.hpp"
 #include "cohort/env/environment.hpp"
+#include "cohort/env/system_info.hpp"
 #include "cohort/env/topology.hpp"
 #include "cohort/error.hpp"
 #include "cohort/train/config.hpp"
+#include "cohort/train/supervision.hpp"
 #include "cohort/train/trainer.hpp"
 #include "command.hpp"
 
 namespace po = boost::program_options;
 
 namespace cohort::cli {
+
+namespace {
+
+// Trains; a device fault (train::is_device_fault) is the node's, not the run's: it is reported
+// for the supervisor (which excludes the node) and ends every rank now with 78, instead of
+// leaving the others in a collective until the watchdog. Any other error goes on to main.
+train::TrainSummary run_reporting_node_faults(const train::Config& config,
+                                              const env::Topology& topology,
+                                              comm::MpiSession& session, bool json) {
+  try {
+    train::Trainer trainer(config, session, env::to_string(topology.launcher));
+    return trainer.run(json ? stderr : stdout);
+  } catch (const std::exception& e) {
+    if (!train::is_device_fault(e)) throw;
+    const std::string node = topology.host.empty() ? env::hostname() : topology.host;
+    train::report_node_fault(config, node, std::string("device fault: ") + e.what());
+    std::fprintf(stderr, "cohort: error: rank %d on node %s: device fault: %s\n", session.rank(),
+                 node.c_str(), e.what());
+    session.abort(static_cast<int>(ExitCode::kNodeFault));
+  }
+}
+
+}  // namespace
 
 int run_train(const std::vector<std::string>& args, int* argc, char*** argv) {
   std::string file;
@@ -44,8 +69,7 @@ int run_train(const std::vector<std::string>& args, int* argc, char*** argv) {
   comm::tune_allocator(config.train.malloc_tuning);          // before anything allocates much
   const auto topology = env::detect(env::Environment::from_process());  // before MPI_Init
   comm::MpiSession session(argc, argv);
-  train::Trainer trainer(config, session, env::to_string(topology.launcher));
-  const auto s = trainer.run(vm.count("json") ? stderr : stdout);
+  const auto s = run_reporting_node_faults(config, topology, session, vm.count("json") != 0);
   // Stopped by a signal after its checkpoint: every rank says "resume me" (75), so that srun's
   // and mpirun's exit status say it too.
   const int code = s.resumable ? static_cast<int>(ExitCode::kResumable) : 0;

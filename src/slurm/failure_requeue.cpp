@@ -1,13 +1,12 @@
 #include "cohort/slurm/failure_requeue.hpp"
 
+#include <algorithm>
 #include <csignal>
 #include <cstdio>
 #include <vector>
 
 #include "cohort/env/hostlist.hpp"
 #include "cohort/error.hpp"
-#include "cohort/slurm/job.hpp"
-#include "cohort/slurm/nodes.hpp"
 
 namespace cohort::slurm {
 namespace {
@@ -34,18 +33,38 @@ std::string ranks_on(const std::string& node, const env::Environment& environmen
   return "node " + node;
 }
 
-// The job's nodes the controller counts as failed (waiting up to node_failure_wait for it to
-// notice); none when no exclusion is wanted or the controller cannot say (a warning).
+// The nodes to keep the job off: those Cohort found faulty, and those the controller counts as
+// failed (waiting up to node_failure_wait for it to notice, unless Cohort named some); none when
+// no exclusion is wanted. A controller that cannot say is a warning.
 std::vector<FailedNode> lost_nodes(const FailureRequeueOptions& o,
                                    const env::Environment& environment) {
   const auto list = environment.get("SLURM_JOB_NODELIST");
   if (!list || o.max_excluded_nodes <= 0) return {};
+  std::vector<FailedNode> nodes = o.faulty;
   try {
-    return failed_nodes(env::expand_hostlist(*list, "SLURM_JOB_NODELIST"), o.node_failure_wait);
+    const auto wait = o.faulty.empty() ? o.node_failure_wait : std::chrono::seconds(0);
+    for (auto& node : failed_nodes(env::expand_hostlist(*list, "SLURM_JOB_NODELIST"), wait)) {
+      const bool known = std::any_of(nodes.begin(), nodes.end(),
+                                     [&](const FailedNode& n) { return n.name == node.name; });
+      if (!known) nodes.push_back(std::move(node));
+    }
   } catch (const Error& e) {  // said, not swallowed: the requeue goes on without exclusion
     std::fprintf(stderr, "cohort: warning: cannot check the job's nodes: %s\n", e.what());
-    return {};
   }
+  return nodes;
+}
+
+// "crash loop: failed again from step-00000300 without passing step 350 (the failure before):
+// not requeueing job 12", or "" when this failure is not one.
+std::string crash_loop_text(const FailureRequeueOptions& o, const JobIdentity& job) {
+  if (o.cause != RestartCause::kFailure || o.budgets.ledger.empty() || !job.in_job) return "";
+  const auto ledger = RestartLedger::load(o.budgets.ledger, job.job_id);
+  if (!crash_loop(ledger.last_failure, o.at)) return "";
+  const std::string from =
+      o.at.checkpoint.empty() ? "without a checkpoint" : "from " + o.at.checkpoint;
+  return "crash loop: failed again " + from + " without passing step " +
+         std::to_string(ledger.last_failure->step) + " (the failure before): not requeueing job " +
+         job.target;
 }
 
 // After the requeue: keeps the job off `failed` within max_excluded_nodes. Returns the tail of the
@@ -88,16 +107,20 @@ bool lost_rank_exit(int exit_code) {
 FailureRequeue requeue_after_failure(const FailureRequeueOptions& o, const std::string& reason,
                                      const env::Environment& environment) {
   const auto job = current_job(environment);
-  const bool would = requeue_within_budget(job, o.requeue, o.max_restarts, /*act=*/false).requeued;
-  const auto failed = would ? lost_nodes(o, environment) : std::vector<FailedNode>{};
   std::string line = reason + ": ";
-  const std::string at = o.step ? " at step " + std::to_string(*o.step) : "";
+  if (const auto loop = crash_loop_text(o, job); !loop.empty()) return {false, line + loop};
+  const bool would = requeue_within_budget(job, o.budgets, o.cause, /*act=*/false).requeued;
+  const auto failed = would ? lost_nodes(o, environment) : std::vector<FailedNode>{};
+  const std::string at = o.at.step >= 0 ? " at step " + std::to_string(o.at.step) : "";
   for (const auto& node : failed) {
-    line += ranks_on(node.name, environment) + " lost" + at + " (" + node.problem + "); ";
+    const bool ours = std::any_of(o.faulty.begin(), o.faulty.end(),
+                                  [&](const FailedNode& n) { return n.name == node.name; });
+    line += ranks_on(node.name, environment) + (ours ? " faulty" : " lost") + at + " (" +
+            node.problem + "); ";
   }
   // Slurm's SIGKILL follows KillWait seconds after its SIGTERM, long after this returns.
   std::signal(SIGTERM, SIG_IGN);
-  const auto outcome = requeue_within_budget(job, o.requeue, o.max_restarts, /*act=*/true);
+  const auto outcome = requeue_within_budget(job, o.budgets, o.cause, /*act=*/true, o.at);
   line += outcome.text;
   if (outcome.requeued) line += exclude(o.max_excluded_nodes, job.job_id, failed) + o.after_requeue;
   return {outcome.requeued, line};

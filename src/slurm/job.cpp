@@ -53,6 +53,25 @@ struct ArrayRespFree {
   void operator()(job_array_resp_msg_t* resp) const noexcept { slurm_free_job_array_resp(resp); }
 };
 
+// Each cause's name in the log line, the key of its budget, and the budget.
+struct CauseBudget {
+  const char* noun;
+  const char* key;
+  int max;
+};
+
+CauseBudget budget_of(RestartCause cause, const RestartBudgets& b) {
+  switch (cause) {
+    case RestartCause::kPreemption:
+      return {"preemption", "slurm.max_preemptions", b.max_preemptions};
+    case RestartCause::kFailure:
+      return {"failure", "slurm.max_failures", b.max_failures};
+    case RestartCause::kPreflight:
+      break;
+  }
+  return {"pre-flight requeue", "slurm.max_preflight_requeues", b.max_preflight_requeues};
+}
+
 }  // namespace
 
 JobIdentity current_job(const env::Environment& environment) {
@@ -91,13 +110,25 @@ void requeue(const std::string& target) {
   }
 }
 
-RequeueOutcome requeue_within_budget(const JobIdentity& job, bool allowed, int max_restarts,
-                                     bool act) {
+RequeueOutcome requeue_within_budget(const JobIdentity& job, const RestartBudgets& budgets,
+                                     RestartCause cause, bool act,
+                                     const std::optional<FailurePoint>& failure) {
   std::ostringstream text;
-  if (!job.in_job || !allowed) return {false, "stopping to be resumed (exit code 75)"};
-  if (job.restart_count >= max_restarts) {
-    text << "restart budget spent (" << job.restart_count << "/" << max_restarts
+  if (!job.in_job || !budgets.requeue) return {false, "stopping to be resumed (exit code 75)"};
+  if (budgets.max_restarts >= 0 && job.restart_count >= budgets.max_restarts) {
+    text << "restart budget spent (" << job.restart_count << "/" << budgets.max_restarts
          << " restarts, slurm.max_restarts): not requeueing job " << job.target;
+    return {false, text.str()};
+  }
+  // Without a ledger (a library user's own launcher) every restart counts against each budget.
+  auto ledger =
+      budgets.ledger.empty() ? RestartLedger{} : RestartLedger::load(budgets.ledger, job.job_id);
+  if (budgets.ledger.empty()) ledger.count(cause) = job.restart_count;
+  const auto [noun, key, max] = budget_of(cause, budgets);
+  const std::int64_t used = ledger.count(cause);
+  if (max >= 0 && used >= max) {
+    text << noun << " budget spent (" << used << "/" << max << " " << noun << "s, " << key
+         << "): not requeueing job " << job.target;
     return {false, text.str()};
   }
   try {
@@ -107,8 +138,16 @@ RequeueOutcome requeue_within_budget(const JobIdentity& job, bool allowed, int m
          << "; stopping to be resumed (exit code 75)";
     return {false, text.str()};
   }
-  text << "requeued job " << job.target << " (restart " << job.restart_count + 1 << "/"
-       << max_restarts << ")";
+  if (act && !budgets.ledger.empty()) {
+    ledger.record(cause, failure);
+    ledger.save(budgets.ledger);
+  }
+  text << "requeued job " << job.target << " (" << noun << " " << used + 1;
+  if (max >= 0) {
+    text << "/" << max << ")";
+  } else {
+    text << ", no limit)";
+  }
   return {true, text.str()};
 }
 

@@ -243,9 +243,20 @@ const std::vector<KeySpec>& config_table() {
        "inside a Slurm job with a time limit: stop (checkpoint, requeue) this many seconds before "
        "it (0: off)",
        "", 0, kNoLimit},
-      {COHORT_KEY(slurm, max_restarts), K::kInt, "3",
-       "requeue only while SLURM_RESTART_COUNT is below this; then end with a message", "", 0,
+      {COHORT_KEY(slurm, max_restarts), K::kInt, "-1",
+       "requeue only while SLURM_RESTART_COUNT (all causes) is below this (-1: no limit)", "", -1,
        kNoLimit},
+      {COHORT_KEY(slurm, max_preemptions), K::kInt, "-1",
+       "requeues after a signal or the time limit, per job (-1: no limit)", "", -1, kNoLimit},
+      {COHORT_KEY(slurm, max_failures), K::kInt, "3",
+       "requeues after a lost rank or node, a hang or a device fault, per job (-1: no limit)", "",
+       -1, kNoLimit},
+      {COHORT_KEY(slurm, max_preflight_requeues), K::kInt, "2",
+       "requeues after a node failed the pre-flight checks, per job (-1: no limit)", "", -1,
+       kNoLimit},
+      {COHORT_KEY(slurm, preflight), K::kBool, "false",
+       "cohort supervise: run `cohort doctor` on every node before training; exclude a failing "
+       "node and requeue (on in the shipped job scripts)"},
       {COHORT_KEY(slurm, max_excluded_nodes), K::kInt, "2",
        "after a failed step, keep the requeued job off failed nodes, up to this many (0: never)",
        "", 0, kNoLimit},
@@ -259,6 +270,11 @@ const std::vector<KeySpec>& config_table() {
        -1, kNoLimit},
       {COHORT_KEY(debug, slow_ms), K::kInt, "0", "...by this many milliseconds per step", "", 0,
        1048576},
+      {COHORT_KEY(debug, device_fault_step), K::kInt, "0",
+       "test hook: at this step (0: never) debug.device_fault_rank fails as a CUDA error would "
+       "(exit 78, its node reported faulty)",
+       "", 0, kNoLimit},
+      {COHORT_KEY(debug, device_fault_rank), K::kInt, "0", "...this rank", "", 0, kNoLimit},
   };
   return table;
 }

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <ctime>
 #include <sstream>
+#include <utility>
 
 #include "cohort/error.hpp"
 #include "cohort/slurm/job.hpp"
@@ -26,8 +27,9 @@ std::string signal_name_or_deadline(int signal) {
   return signal == Preemption::kWallTime ? "time limit" : signal_name(signal);
 }
 
-Preemption::Preemption(const SlurmConfig& options, comm::Communicator& comm)
-    : options_(options), comm_(comm) {
+Preemption::Preemption(const SlurmConfig& options, slurm::RestartBudgets budgets,
+                       comm::Communicator& comm)
+    : options_(options), budgets_(std::move(budgets)), comm_(comm) {
   g_signal.store(0);
   for (const int signal : parse_signals(options.signals)) {
     struct sigaction action {};
@@ -97,8 +99,8 @@ std::string Preemption::come_back(int signal, std::int64_t step) {
     line << signal_name(signal);
   }
   line << " at step " << step << ": checkpoint saved; ";
-  line << slurm::requeue_within_budget(job, options_.requeue,
-                                       static_cast<int>(options_.max_restarts), comm_.rank() == 0)
+  line << slurm::requeue_within_budget(job, budgets_, slurm::RestartCause::kPreemption,
+                                       comm_.rank() == 0)
               .text;
   return line.str();
 }

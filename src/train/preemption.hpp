@@ -7,7 +7,7 @@
 // agreed_signal(): a one-element max all-reduce on the training communicator, so every rank sees
 // the same answer at the same step and no rank checkpoints alone. When it is non-zero the trainer
 // saves a synchronous checkpoint and calls come_back(): rank 0 requeues the Slurm job through
-// libslurm (slurm.requeue, and only while SLURM_RESTART_COUNT < slurm.max_restarts), and the
+// libslurm (slurm.requeue, within slurm.max_preemptions and slurm.max_restarts), and the
 // process exits with ExitCode::kResumable (75). The destructor restores the previous handlers.
 //
 // Wall time: inside a Slurm job with a time limit, rank 0 reads the job's end time through
@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "cohort/comm/communicator.hpp"
+#include "cohort/slurm/job.hpp"
 #include "cohort/train/config.hpp"
 #include "train/signals.hpp"
 
@@ -32,7 +33,7 @@ class Preemption {
  public:
   static constexpr int kWallTime = 1000;  // not a signal: the time limit is near
 
-  Preemption(const SlurmConfig& options, comm::Communicator& comm);
+  Preemption(const SlurmConfig& options, slurm::RestartBudgets budgets, comm::Communicator& comm);
   ~Preemption();
   Preemption(const Preemption&) = delete;
   Preemption& operator=(const Preemption&) = delete;
@@ -46,6 +47,7 @@ class Preemption {
  private:
   void arm_deadline();
   SlurmConfig options_;
+  slurm::RestartBudgets budgets_;
   comm::Communicator& comm_;
   std::vector<std::pair<int, struct sigaction>> previous_;
   std::optional<std::chrono::steady_clock::time_point> deadline_;  // rank 0 only

@@ -1,11 +1,16 @@
 #include "cohort/train/supervision.hpp"
 
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <optional>
 
 #include "cohort/ckpt/inspect.hpp"
+#include "cohort/error.hpp"
+#include "cohort/io/files.hpp"
 #include "cohort/monitor/sinks.hpp"
 
 namespace cohort::train {
@@ -31,41 +36,125 @@ std::optional<std::int64_t> last_step(const TrainConfig& config) {
   return step;
 }
 
-// "; the next run resumes from step-00000300" when the run has a checkpoint.
-std::string resume_point(const TrainConfig& config) {
+// The newest readable checkpoint's name ("" when none): where the next run resumes.
+std::string resume_checkpoint(const TrainConfig& config) {
   const std::string dir = config.checkpoint_dir();
   std::error_code error;
-  if (std::filesystem::is_directory(dir, error)) {
-    for (const auto& entry : ckpt::list_checkpoints(dir)) {  // the loader's order: newest first
-      if (entry.readable) {
-        return "; the next run resumes from " +
-               std::filesystem::path(entry.path).filename().string();
-      }
-    }
+  if (!std::filesystem::is_directory(dir, error)) return "";
+  for (const auto& entry : ckpt::list_checkpoints(dir)) {  // the loader's order: newest first
+    if (entry.readable) return std::filesystem::path(entry.path).filename().string();
   }
-  return "; no checkpoint yet: the next run starts over";
+  return "";
+}
+
+constexpr const char* kFaultSuffix = ".fault";
+constexpr std::size_t kMaxFaultBytes = 4096;
+constexpr std::size_t kMaxFaultReports = 1024;
+
+std::string fault_dir(const TrainConfig& config) { return config.train.run_dir + "/node_faults"; }
+
+// A node name as Slurm writes one (letters, digits, '-', '_', '.'; not starting with '.'): it
+// becomes a file name here and an entry of the job's excluded node list there.
+bool valid_node_name(const std::string& name) {
+  if (name.empty() || name.size() > 255 || name[0] == '.') return false;
+  return std::all_of(name.begin(), name.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.';
+  });
+}
+
+// The node fault reports in the run directory (at most kMaxFaultReports), and their paths.
+std::vector<slurm::FailedNode> read_fault_reports(const TrainConfig& config,
+                                                  std::vector<std::string>& paths) {
+  std::vector<slurm::FailedNode> nodes;
+  std::error_code error;
+  for (const auto& entry : std::filesystem::directory_iterator(fault_dir(config), error)) {
+    const auto path = entry.path();
+    if (path.extension() != kFaultSuffix || !entry.is_regular_file(error) ||
+        !valid_node_name(path.stem().string())) {
+      continue;
+    }
+    if (nodes.size() == kMaxFaultReports) break;
+    std::string problem;
+    try {
+      problem = io::read_small_file(path.string(), kMaxFaultBytes);
+    } catch (const IoError& e) {  // said, not swallowed: that node is not excluded
+      std::fprintf(stderr, "cohort: warning: %s\n", e.what());
+      continue;
+    }
+    problem.erase(std::remove(problem.begin(), problem.end(), '\n'), problem.end());
+    nodes.push_back({path.stem().string(), problem.empty() ? "node fault" : problem});
+    paths.push_back(path.string());
+  }
+  return nodes;
 }
 
 }  // namespace
 
+slurm::RestartBudgets restart_budgets(const TrainConfig& config) {
+  slurm::RestartBudgets b;
+  b.requeue = config.slurm.requeue;
+  b.max_restarts = static_cast<int>(config.slurm.max_restarts);
+  b.max_preemptions = static_cast<int>(config.slurm.max_preemptions);
+  b.max_failures = static_cast<int>(config.slurm.max_failures);
+  b.max_preflight_requeues = static_cast<int>(config.slurm.max_preflight_requeues);
+  b.ledger = slurm::ledger_path(config.train.run_dir);
+  return b;
+}
+
 slurm::FailureRequeue requeue_after_failure(const TrainConfig& config, const std::string& reason,
-                                            const env::Environment& environment) {
+                                            const env::Environment& environment,
+                                            slurm::RestartCause cause,
+                                            std::vector<slurm::FailedNode> faulty) {
   slurm::FailureRequeueOptions o;
-  o.requeue = config.slurm.requeue;
-  o.max_restarts = static_cast<int>(config.slurm.max_restarts);
+  o.budgets = restart_budgets(config);
+  o.cause = cause;
   o.max_excluded_nodes = static_cast<int>(config.slurm.max_excluded_nodes);
   o.node_failure_wait = std::chrono::seconds(config.slurm.node_failure_wait);
-  o.step = last_step(config);
-  o.after_requeue = resume_point(config);
+  std::vector<std::string> reports;
+  o.faulty = std::move(faulty);
+  for (auto& node : read_fault_reports(config, reports)) o.faulty.push_back(std::move(node));
+  o.at.step = last_step(config).value_or(-1);
+  o.at.checkpoint = resume_checkpoint(config);
+  o.after_requeue = o.at.checkpoint.empty() ? "; no checkpoint yet: the next run starts over"
+                                            : "; the next run resumes from " + o.at.checkpoint;
   auto outcome = slurm::requeue_after_failure(o, reason, environment);
+  std::error_code ignored;  // a report left behind is read again, and excluded again, next time
+  for (const auto& path : reports) std::filesystem::remove(path, ignored);
   const std::string metrics = config.train.run_dir + "/metrics.jsonl";
   if (std::filesystem::exists(metrics)) {  // the run's record says why it stopped, for report/top
+    const bool loop = outcome.line.find("crash loop: ") != std::string::npos;
     monitor::JsonlSink(metrics, /*append=*/true)
-        .write({{"event", outcome.requeued ? "requeue" : "step_failed"},
-                {"step", o.step ? *o.step : -1},
+        .write({{"event", outcome.requeued ? "requeue"
+                          : loop           ? "crash_loop"
+                                           : "step_failed"},
+                {"step", o.at.step},
                 {"message", outcome.line}});
   }
   return outcome;
+}
+
+bool is_device_fault(const std::exception& error) {
+  if (dynamic_cast<const DeviceError*>(&error) != nullptr) return true;
+  const std::string what = error.what();
+  for (const char* mark : {"CUDA error", "CUBLAS_STATUS_", "CUDNN_STATUS_", "cuDNN error"}) {
+    if (what.find(mark) != std::string::npos) return true;
+  }
+  return false;
+}
+
+void report_node_fault(const TrainConfig& config, const std::string& node,
+                       const std::string& problem) noexcept {
+  try {
+    COHORT_CHECK(valid_node_name(node), EnvironmentError, "node name '", node,
+                 "' is not one Slurm gives");
+    io::make_directories(fault_dir(config));
+    io::write_file_atomically(fault_dir(config) + "/" + node + kFaultSuffix,
+                              problem.substr(0, kMaxFaultBytes - 1) + "\n",
+                              io::Durability::kAtomic);
+  } catch (const std::exception& e) {  // said: the supervisor then cannot exclude this node
+    std::fprintf(stderr, "cohort: warning: cannot report the fault of node %s: %s\n", node.c_str(),
+                 e.what());
+  }
 }
 
 }  // namespace cohort::train

@@ -31,6 +31,7 @@
 #include "cohort/train/config.hpp"
 #include "cohort/train/monitoring.hpp"
 #include "cohort/train/optim.hpp"
+#include "cohort/train/supervision.hpp"
 #include "cohort/train/torch_runtime.hpp"
 #include "train/checkpointing.hpp"
 #include "train/init_weights.hpp"
@@ -83,6 +84,8 @@ void Trainer::Impl::setup() {
   settings.clip_norm = config.optim.clip_norm;
   settings.grad_norm_every = config.monitor.grad_norm_every;
   settings.slow_ms = config.debug.slow_rank == session.rank() ? config.debug.slow_ms : 0;
+  settings.device_fault_step =
+      config.debug.device_fault_rank == session.rank() ? config.debug.device_fault_step : 0;
   torch::manual_seed(static_cast<std::uint64_t>(config.train.seed));
   comm::CommOptions comm_options;
   comm_options.timeout = std::chrono::seconds(config.parallel.timeout_s);
@@ -124,7 +127,7 @@ void Trainer::Impl::setup() {
     }
     checkpoints->set_optimized(std::move(parts), config.parallel.zero == 3);
   }
-  preemption = std::make_unique<Preemption>(config.slurm, *control);
+  preemption = std::make_unique<Preemption>(config.slurm, restart_budgets(config), *control);
 }
 
 void Trainer::Impl::make_loader() {

@@ -51,8 +51,9 @@ struct StepSettings {
   bool bf16 = false;  // train.precision = bf16: autocast forward passes
   bool cuda = false;  // the model lives on a GPU
   double clip_norm = 0;
-  std::int64_t grad_norm_every = 1;  // for the monitor, when not clipping
-  std::int64_t slow_ms = 0;          // debug.slow_rank is this rank: sleep this long per step
+  std::int64_t grad_norm_every = 1;    // for the monitor, when not clipping
+  std::int64_t slow_ms = 0;            // debug.slow_rank is this rank: sleep this long per step
+  std::int64_t device_fault_step = 0;  // debug.device_fault_rank is this rank: fail at this step
 };
 
 // What the monitor is told about the model.

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "cohort/data/loader.hpp"
+#include "cohort/error.hpp"
 #include "cohort/monitor/monitor.hpp"
 #include "train/model_catalog.hpp"
 #include "train/trainer_impl.hpp"
@@ -83,6 +84,9 @@ void Trainer::Impl::run_epoch(LoopState& loop, std::int64_t epoch) {
     timer.lap(monitor::Phase::kData);
     micro.push_back(std::move(*batch));
     if (static_cast<std::int64_t>(micro.size()) < plan.accumulation) continue;
+    COHORT_CHECK(loop.step + 1 != settings.device_fault_step, DeviceError,
+                 "injected device fault at step ", settings.device_fault_step,
+                 " (debug.device_fault_step), as a CUDA error fails");
     summary.last_loss = step(micro, loop.step);
     micro.clear();
     ++loop.step;

@@ -74,7 +74,7 @@ signal_mid_run() {
 # and requeued it, that it ran again with SLURM_RESTART_COUNT=1 and resumed from that checkpoint.
 requeued_and_resumed() {
   local stopped
-  stopped=$(sed -n "s/^SIGUSR1 at step \([0-9]*\): checkpoint saved; requeued job $1 (restart 1\/3)$/\1/p" "$2")
+  stopped=$(sed -n "s/^SIGUSR1 at step \([0-9]*\): checkpoint saved; requeued job $1 (preemption 1, no limit)$/\1/p" "$2")
   [ -n "$stopped" ] || fail "no 'SIGUSR1 at step N: checkpoint saved; requeued job $1' line"
   grep -q "restart 1$" "$2" || fail "the job did not run again with SLURM_RESTART_COUNT=1"
   grep -q "resumed from .*/step-0*$stopped " "$2" || fail "the restart did not resume from $stopped"

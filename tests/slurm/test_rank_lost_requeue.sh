@@ -32,7 +32,7 @@ grep -v '^  ' "$out"
 # Slurm 24.11's PMIx plugin aborts the step as soon as a task dies.
 grep -q "^step failed (exit 7[67]\|^step failed (exit 137\|^step failed (exit 14)" "$out" ||
   fail "the step did not fail with 76, 77, 137 or 14"
-grep -q "^step failed (exit [0-9]*): requeued job $job (restart 1/3); the next run resumes from step-" "$out" ||
+grep -q "^step failed (exit [0-9]*): requeued job $job (failure 1/3); the next run resumes from step-" "$out" ||
   fail "the batch script did not requeue the job"
 grep -q "^resumed from .*/checkpoints/step-" "$out" || fail "the restart did not resume"
 # The run's own record says it too (cohort report / top show it): supervise's requeue record and

@@ -21,7 +21,7 @@ state=$(wait_end "$job")
 out=$work/wall-$job.out
 cat "$out"
 [ "$state" = COMPLETED ] || fail "job $job ended $state"
-grep -q "^time limit in 50 s or less at step [0-9]*: checkpoint saved; requeued job $job (restart 1/10)$" \
+grep -q "^time limit in 50 s or less at step [0-9]*: checkpoint saved; requeued job $job (preemption 1, no limit)$" \
   "$out" || fail "no wall-time stop with a requeue"
 grep -q "^cohort-train: job $job .*restart 1$" "$out" || fail "the job never ran with restart 1"
 grep -q "^resumed from " "$out" || fail "no resume"

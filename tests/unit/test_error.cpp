@@ -27,6 +27,7 @@ BOOST_AUTO_TEST_CASE(exit_codes_follow_the_documented_table) {
   BOOST_TEST(static_cast<int>(cohort::IoError("x").exit_code()) == 3);
   BOOST_TEST(static_cast<int>(cohort::TrainingError("x").exit_code()) == 4);
   BOOST_TEST(static_cast<int>(cohort::CommError("x").exit_code()) == 77);
+  BOOST_TEST(static_cast<int>(cohort::DeviceError("x").exit_code()) == 78);
   BOOST_TEST(static_cast<int>(cohort::Error("x").exit_code()) == 1);
 }
 

@@ -47,6 +47,10 @@ class MpiSession {
 
   void barrier() const;
 
+  // Ends every rank of the job now with `code` (MPI_Abort): after a fault that would leave the
+  // other ranks waiting in a collective until the watchdog.
+  [[noreturn]] void abort(int code) const;
+
   // MPI library identification ("Open MPI v4.1.4, ..."); callable without a session.
   static std::string library_version();
 

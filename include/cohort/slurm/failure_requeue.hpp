@@ -9,25 +9,33 @@
 // the RPC returns), requeues, and then excludes the failed nodes (the controller takes an
 // excluded node list only for a pending job). It returns one line that tells the story,
 // "<reason>: rank 1 (node n2) lost at step 340 (not responding); requeued job 12 (restart 1/3),
-// excluding n2<after_requeue>", and whether the job was requeued. Warnings (the controller cannot
-// list nodes) go to stderr; the requeue goes on without exclusion.
+// excluding n2<after_requeue>", and whether the job was requeued. A failure from the same
+// checkpoint as the one before, no step further (crash_loop()), is not requeued: "crash loop: ...".
+// Warnings (the controller cannot list nodes) go to stderr; the requeue goes on without exclusion.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "cohort/env/environment.hpp"
+#include "cohort/slurm/job.hpp"
+#include "cohort/slurm/nodes.hpp"
+#include "cohort/slurm/restart_ledger.hpp"
 
 namespace cohort::slurm {
 
 struct FailureRequeueOptions {
-  bool requeue = true;                         // slurm.requeue
-  int max_restarts = 3;                        // slurm.max_restarts
-  int max_excluded_nodes = 2;                  // slurm.max_excluded_nodes (0: never exclude)
-  std::chrono::seconds node_failure_wait{30};  // slurm.node_failure_wait
-  std::optional<std::int64_t> step;            // where the run stopped, for the line
+  RestartBudgets budgets;                       // slurm.requeue, the budgets, the ledger
+  RestartCause cause = RestartCause::kFailure;  // or kPreflight: nodes failed `cohort doctor`
+  int max_excluded_nodes = 2;                   // slurm.max_excluded_nodes (0: never exclude)
+  std::chrono::seconds node_failure_wait{30};   // slurm.node_failure_wait
+  // Nodes found faulty by Cohort itself (a device fault, a failed pre-flight check), excluded
+  // like those the controller flags; with them known, the controller is not waited for.
+  std::vector<FailedNode> faulty;
+  FailurePoint at;            // where the run stopped (step -1: unknown), for the crash loop
   std::string after_requeue;  // appended when requeued ("; the next run resumes from ...")
 };
 
@@ -40,8 +48,8 @@ struct FailureRequeue {
 // than failed in Cohort: 76 (a collective hung), 77 (a peer was lost), or any code that is none of
 // Cohort's own (docs/exit-codes.md): 128+N for a task killed by signal N, and what the launcher
 // makes of a lost task (srun with Slurm 24.11's PMIx plugin ends a step it aborted with 14).
-// Cohort's own failures (1 internal, 2 usage, 3 input, 4 diverged) are never requeued; 0 and 75
-// need no requeue.
+// 78 (a node fault: a device failed) is requeued too. Cohort's own failures (1 internal, 2 usage,
+// 3 input, 4 diverged) are never requeued; 0 and 75 need no requeue.
 bool lost_rank_exit(int exit_code);
 
 FailureRequeue requeue_after_failure(const FailureRequeueOptions& options,

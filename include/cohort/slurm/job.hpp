@@ -14,6 +14,7 @@
 #include <string>
 
 #include "cohort/env/environment.hpp"
+#include "cohort/slurm/restart_ledger.hpp"
 
 namespace cohort::slurm {
 
@@ -33,17 +34,33 @@ std::optional<std::time_t> job_end_time(const std::string& job_id);
 // Requeues the job `target` names (a job id, or "<array job>_<task>"). SlurmError on failure.
 void requeue(const std::string& target);
 
-// The restart policy in one place: requeues the job (when `act`; only rank 0 of a run should) if
-// it is a Slurm job, `allowed`, and its restart count is below `max_restarts`. The text ends a log
-// line: "requeued job 12 (restart 1/3)", "restart budget spent (3/3 restarts,
-// slurm.max_restarts): not requeueing job 12", "could not requeue job 12: ...; stopping to be
+// The restart policy in one place. Each cause has its budget (slurm.max_preemptions: signals and
+// the time limit; slurm.max_failures: lost ranks and nodes, hangs, device faults;
+// slurm.max_preflight_requeues: nodes that failed pre-flight), counted in the run's restart ledger
+// (restart_ledger.hpp); slurm.max_restarts caps SLURM_RESTART_COUNT, all causes together. A
+// negative budget is unlimited.
+struct RestartBudgets {
+  bool requeue = true;             // slurm.requeue
+  int max_restarts = -1;           // slurm.max_restarts
+  int max_preemptions = -1;        // slurm.max_preemptions
+  int max_failures = 3;            // slurm.max_failures
+  int max_preflight_requeues = 2;  // slurm.max_preflight_requeues
+  std::string ledger;              // the ledger's path ("": counts from SLURM_RESTART_COUNT)
+};
+
+// Requeues the job (when `act`; only one process of a run should) if it is a Slurm job, allowed,
+// and within both its cause's budget and slurm.max_restarts; when it did, the ledger counts it
+// (and a failure's `failure` point). The text ends a log line: "requeued job 12 (failure 1/3)",
+// "requeued job 12 (preemption 4, no limit)", "failure budget spent (3/3 failures,
+// slurm.max_failures): not requeueing job 12", "could not requeue job 12: ...; stopping to be
 // resumed (exit code 75)" or, outside Slurm or when not allowed, "stopping to be resumed (exit
-// code 75)".
+// code 75)". A ledger that cannot be read is an IoError.
 struct RequeueOutcome {
   bool requeued = false;
   std::string text;
 };
-RequeueOutcome requeue_within_budget(const JobIdentity& job, bool allowed, int max_restarts,
-                                     bool act);
+RequeueOutcome requeue_within_budget(const JobIdentity& job, const RestartBudgets& budgets,
+                                     RestartCause cause, bool act,
+                                     const std::optional<FailurePoint>& failure = std::nullopt);
 
 }  // namespace cohort::slurm

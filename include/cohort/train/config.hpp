@@ -178,6 +178,10 @@ struct SlurmConfig {
   bool requeue = false;
   std::int64_t time_margin = 0;
   std::int64_t max_restarts = 0;
+  std::int64_t max_preemptions = 0;
+  std::int64_t max_failures = 0;
+  std::int64_t max_preflight_requeues = 0;
+  bool preflight = false;
   std::int64_t max_excluded_nodes = 0;
   std::int64_t node_failure_wait = 0;
 };
@@ -186,6 +190,8 @@ struct DebugConfig {
   std::int64_t data_delay_ms = 0;
   std::int64_t slow_rank = 0;
   std::int64_t slow_ms = 0;
+  std::int64_t device_fault_step = 0;
+  std::int64_t device_fault_rank = 0;
 };
 
 // Every setting, one struct per section, in config_sections() order.

@@ -5,9 +5,15 @@
 // and where the next run resumes (the newest readable checkpoint). The outcome is appended to
 // metrics.jsonl (a "requeue" or "step_failed" record), so that `cohort report` and `cohort top`
 // show why the run stopped. The caller prints the line; exit 0 when requeued, 75 when not.
+//
+// Node faults: a rank that finds its node at fault (a CUDA or NCCL error, a GPU lost; its exit
+// code is 78) files report_node_fault(): a small file <train.run_dir>/node_faults/<node>.fault.
+// requeue_after_failure() excludes those nodes like the ones the controller flags, then removes
+// the reports it acted on (only regular files with that suffix in that directory).
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "cohort/env/environment.hpp"
 #include "cohort/slurm/failure_requeue.hpp"
@@ -15,7 +21,23 @@
 
 namespace cohort::train {
 
-slurm::FailureRequeue requeue_after_failure(const TrainConfig& config, const std::string& reason,
-                                            const env::Environment& environment);
+// The [slurm] budgets, with the run's restart ledger.
+slurm::RestartBudgets restart_budgets(const TrainConfig& config);
+
+// `cause` kFailure after a failed step; kPreflight after nodes failed `cohort doctor` (`faulty`).
+slurm::FailureRequeue requeue_after_failure(
+    const TrainConfig& config, const std::string& reason, const env::Environment& environment,
+    slurm::RestartCause cause = slurm::RestartCause::kFailure,
+    std::vector<slurm::FailedNode> faulty = {});
+
+// Whether `error` is a node fault: a DeviceError, or LibTorch's report of a CUDA, cuBLAS or cuDNN
+// failure (c10::Error carries no type for it; its message begins "CUDA error" or names the
+// library's status).
+bool is_device_fault(const std::exception& error);
+
+// Files a node fault for the supervisor (never throws: the rank is failing already; a report that
+// cannot be written is said on stderr).
+void report_node_fault(const TrainConfig& config, const std::string& node,
+                       const std::string& problem) noexcept;
 
 }  // namespace cohort::train

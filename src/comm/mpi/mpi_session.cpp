@@ -91,6 +91,12 @@ int MpiSession::node_size() const { return impl_->node_size; }
 
 void MpiSession::barrier() const { COHORT_MPI_CHECK(MPI_Barrier(impl_->world)); }
 
+void MpiSession::abort(int code) const {
+  std::fflush(nullptr);
+  MPI_Abort(impl_->world, code);
+  std::_Exit(code);  // MPI_Abort does not return; should it, this process still ends with `code`
+}
+
 namespace {
 
 // One row per rank of what its launcher said, plus MPI's host leader.
