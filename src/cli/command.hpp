@@ -33,8 +33,8 @@ struct TorchCommand {
   const char* subcommand;
 };
 inline constexpr TorchCommand kTorchCommands[] = {
-    {"env", ""},        {"train", ""},     {"predict", ""},    {"bench", ""},
-    {"ckpt", "export"}, {"data", "split"}, {"data", "select"},
+    {"env", ""},    {"train", ""},      {"predict", ""},   {"bench", ""},
+    {"doctor", ""}, {"ckpt", "export"}, {"data", "split"}, {"data", "select"},
 };
 
 // Whether `cohort ARGS...` (args: argv[1..]) runs in cohort-torch.
@@ -64,6 +64,7 @@ int bench_pipeline(const std::vector<std::string>& args, int* argc, char*** argv
 int bench_zero(const std::vector<std::string>& args, int* argc, char*** argv);
 int bench_topology(const std::vector<std::string>& args);
 int run_train(const std::vector<std::string>& args, int* argc, char*** argv);
+int run_doctor(const std::vector<std::string>& args, int* argc, char*** argv);
 int run_predict(const std::vector<std::string>& args, int* argc, char*** argv);
 int run_ckpt_export(const std::vector<std::string>& args, int* argc, char*** argv);
 int run_data_split(const std::vector<std::string>& args, int* argc, char*** argv);

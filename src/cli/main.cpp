@@ -16,6 +16,7 @@ const std::vector<Command>& commands() {
       {"env", "print where each rank stands: topology, devices, libraries", nullptr},
       {"train", "train a model on every rank: cohort launch -n N -- cohort train --config F",
        nullptr},
+      {"doctor", "pre-flight checks of every node before training (one task per node)", nullptr},
       {"predict", "a trained model's outputs for a dataset, on N ranks, in one HDF5 file", nullptr},
       {"config", "trainer configuration: check a file, print the key reference", run_config},
       {"data", "datasets: make-synthetic, import, inspect, split, stage", run_data},

@@ -2,8 +2,8 @@
 // `cohort slurm requeue --config FILE [--set k=v ...] [--reason TEXT]`: for batch scripts. After a
 // training step failed in a way a restart can cure (exit 76: a collective hung; 77: a rank or node
 // was lost), the script asks for the job to be requeued through libslurm under the same restart
-// policy `cohort supervise` applies (slurm.requeue, slurm.max_failures, the crash loop). Exit 0 when the job
-// was requeued, 75 when it was not (outside Slurm, not allowed, budget spent).
+// policy `cohort supervise` applies (slurm.requeue, slurm.max_failures, the crash loop). Exit 0
+// when the job was requeued, 75 when it was not (outside Slurm, not allowed, budget spent).
 #include <boost/program_options.hpp>
 #include <cstdio>
 #include <filesystem>

@@ -2,20 +2,16 @@
 // batch script. Starts the training step (`cohort train` on N ranks through srun, or mpirun
 // outside Slurm), passes the signals the batch shell receives (`#SBATCH --signal=B:USR1@N`,
 // Slurm's SIGTERM, Ctrl-C) on to it, and when the step failed in a way a restart can cure
-// (76 watchdog, 77 peer lost, 137 killed) requeues the job with requeue_after_failure(). Exit
+// (76 watchdog, 77 peer lost, 78 node fault, 137 killed) requeues the job with
+// requeue_after_failure(). Exit
 // code: the step's, or 0 after a requeue.
 //
-// Signals are blocked before the fork and taken with sigwaitinfo(), SIGCHLD included, so that
-// none is lost between "the step still runs" and "forward this one"; the child unblocks them
-// before exec.
-#include <sys/wait.h>
+// With slurm.preflight, `cohort doctor` checks every node first (preflight.hpp). The step runs
+// through run_forwarding() (step_runner.hpp).
 #include <unistd.h>
 
 #include <boost/program_options.hpp>
-#include <cerrno>
-#include <csignal>
 #include <cstdio>
-#include <cstring>
 #include <iostream>
 
 #include "cohort/env/environment.hpp"
@@ -25,14 +21,14 @@
 #include "cohort/slurm/failure_requeue.hpp"
 #include "cohort/train/config.hpp"
 #include "command.hpp"
+#include "preflight.hpp"
 #include "requeue.hpp"
+#include "step_runner.hpp"
 
 namespace po = boost::program_options;
 
 namespace cohort::cli {
 namespace {
-
-constexpr int kForwarded[] = {SIGUSR1, SIGUSR2, SIGTERM, SIGINT, SIGHUP, SIGXCPU};
 
 // The launcher's argv for `<this executable> train --config FILE --set ...` on `ranks` ranks.
 std::vector<std::string> step_argv(const std::string& file, const std::vector<std::string>& sets,
@@ -44,43 +40,6 @@ std::vector<std::string> step_argv(const std::string& file, const std::vector<st
   launch.command = {self_executable(), "train", "--config", file};
   for (const auto& set : sets) launch.command.insert(launch.command.end(), {"--set", set});
   return env::launch_argv(env::detect(env::Environment::from_process()), launch);
-}
-
-// Runs argv with the forwarded signals passed on; returns its exit code (128 + signal if killed).
-int run_forwarding(const std::vector<std::string>& argv) {
-  sigset_t set, previous;
-  sigemptyset(&set);
-  for (const int signal : kForwarded) sigaddset(&set, signal);
-  sigaddset(&set, SIGCHLD);
-  COHORT_CHECK(sigprocmask(SIG_BLOCK, &set, &previous) == 0, EnvironmentError,
-               "sigprocmask failed: ", std::strerror(errno));
-  std::fflush(nullptr);
-  setenv("COHORT_STDOUT_TTY", isatty(STDOUT_FILENO) ? "1" : "0", 0);  // see cohort launch
-  const pid_t child = fork();
-  COHORT_CHECK(child >= 0, EnvironmentError, "fork failed: ", std::strerror(errno));
-  if (child == 0) {
-    sigprocmask(SIG_SETMASK, &previous, nullptr);
-    std::vector<char*> c_argv;
-    for (const auto& word : argv) c_argv.push_back(const_cast<char*>(word.c_str()));
-    c_argv.push_back(nullptr);
-    execvp(c_argv[0], c_argv.data());
-    std::fprintf(stderr, "cohort: error: supervise: cannot run %s: %s\n", c_argv[0],
-                 std::strerror(errno));
-    std::_Exit(127);
-  }
-  int status = 0;
-  while (true) {
-    siginfo_t info{};
-    if (sigwaitinfo(&set, &info) < 0) continue;  // EINTR
-    if (info.si_signo != SIGCHLD) {
-      kill(child, info.si_signo);  // the step may have ended just now: nothing to forward to
-      continue;
-    }
-    const pid_t done = waitpid(child, &status, WNOHANG);
-    if (done == child) break;
-  }
-  sigprocmask(SIG_SETMASK, &previous, nullptr);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
 }  // namespace
@@ -105,7 +64,8 @@ int run_supervise(const std::vector<std::string>& args, int*, char***) {
   if (ranks <= 0) {
     ranks = static_cast<int>(env::Environment::from_process().get_int("SLURM_NTASKS").value_or(1));
   }
-  const int rc = run_forwarding(step_argv(file, overrides, ranks));
+  if (const auto stop = preflight(config, file, overrides, ranks)) return *stop;
+  const int rc = run_forwarding(step_argv(file, overrides, ranks)).code;
   std::printf("cohort-train: step ended with exit code %d\n", rc);
   std::fflush(stdout);
   if (slurm::lost_rank_exit(rc)) {

@@ -18,6 +18,9 @@ std::vector<std::string> launch_argv(const Topology& topology, const LaunchOptio
   if (in_allocation) {
     // PMIx is the Slurm MPI plugin that starts Open MPI ranks directly (pmi2 fails with it).
     argv = {"srun", "--mpi=pmix", "-n", std::to_string(options.ranks)};
+    if (options.one_per_node) {
+      argv.insert(argv.end(), {"-N", std::to_string(options.ranks), "--ntasks-per-node=1"});
+    }
   } else {
     argv = {"mpirun", "--oversubscribe", "-np", std::to_string(options.ranks)};
     if (options.running_as_root) argv.insert(argv.begin() + 1, "--allow-run-as-root");
@@ -25,6 +28,7 @@ std::vector<std::string> launch_argv(const Topology& topology, const LaunchOptio
     // would then run all of a rank's threads (torch, OpenBLAS) on one core: 1 rank on 2 cores
     // trained the benchmark MLP at 6 600 samples/s bound, 10 400 unbound.
     if (options.cores > options.ranks) argv.insert(argv.end(), {"--bind-to", "none"});
+    if (options.one_per_node) argv.insert(argv.end(), {"--map-by", "ppr:1:node"});
   }
   argv.insert(argv.end(), options.command.begin(), options.command.end());
   return argv;

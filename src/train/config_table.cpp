@@ -257,6 +257,13 @@ const std::vector<KeySpec>& config_table() {
       {COHORT_KEY(slurm, preflight), K::kBool, "false",
        "cohort supervise: run `cohort doctor` on every node before training; exclude a failing "
        "node and requeue (on in the shipped job scripts)"},
+      {COHORT_KEY(slurm, preflight_bandwidth), K::kFloat, "50",
+       "pre-flight: MPI loopback and all-reduce bus bandwidth (MB/s) below which the network "
+       "check fails",
+       "", 0, kNoLimit},
+      {COHORT_KEY(slurm, preflight_timeout), K::kInt, "300",
+       "pre-flight: seconds `cohort doctor` may take before training starts without it", "", 1,
+       86400},
       {COHORT_KEY(slurm, max_excluded_nodes), K::kInt, "2",
        "after a failed step, keep the requeued job off failed nodes, up to this many (0: never)",
        "", 0, kNoLimit},
@@ -275,6 +282,8 @@ const std::vector<KeySpec>& config_table() {
        "(exit 78, its node reported faulty)",
        "", 0, kNoLimit},
       {COHORT_KEY(debug, device_fault_rank), K::kInt, "0", "...this rank", "", 0, kNoLimit},
+      {COHORT_KEY(debug, doctor_fault), K::kString, "",
+       "test hook: NODE:CHECK makes that pre-flight check fail on that node (cohort doctor)"},
   };
   return table;
 }

@@ -8,6 +8,7 @@
 // The header keeps mpi.h out of its includers.
 #pragma once
 
+#include <cstddef>
 #include <memory>
 #include <string>
 #include <vector>
@@ -46,6 +47,10 @@ class MpiSession {
   std::vector<std::string> gather_to_root(const std::string& mine) const;
 
   void barrier() const;
+
+  // MPI's copy of `bytes` from this process to itself (MPI_Sendrecv on MPI_COMM_SELF), `repeats`
+  // times: seconds per copy. `cohort doctor`'s loopback check.
+  double loopback_seconds(std::size_t bytes, int repeats) const;
 
   // Ends every rank of the job now with `code` (MPI_Abort): after a fault that would leave the
   // other ranks waiting in a collective until the watchdog.

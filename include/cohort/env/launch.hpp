@@ -15,6 +15,7 @@ struct LaunchOptions {
   std::vector<std::string> command;
   bool running_as_root = false;  // mpirun refuses root unless told
   int cores = 0;                 // this node's cores (0: unknown); decides mpirun's binding
+  bool one_per_node = false;     // `ranks` is the node count: one task on each node
 };
 
 // Throws UsageError when ranks < 1, the command is empty, or this process is already one rank of

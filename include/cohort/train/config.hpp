@@ -182,6 +182,8 @@ struct SlurmConfig {
   std::int64_t max_failures = 0;
   std::int64_t max_preflight_requeues = 0;
   bool preflight = false;
+  double preflight_bandwidth = 0;
+  std::int64_t preflight_timeout = 0;
   std::int64_t max_excluded_nodes = 0;
   std::int64_t node_failure_wait = 0;
 };
@@ -192,6 +194,7 @@ struct DebugConfig {
   std::int64_t slow_ms = 0;
   std::int64_t device_fault_step = 0;
   std::int64_t device_fault_rank = 0;
+  std::string doctor_fault;  // "NODE:CHECK"
 };
 
 // Every setting, one struct per section, in config_sections() order.

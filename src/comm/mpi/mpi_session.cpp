@@ -91,6 +91,17 @@ int MpiSession::node_size() const { return impl_->node_size; }
 
 void MpiSession::barrier() const { COHORT_MPI_CHECK(MPI_Barrier(impl_->world)); }
 
+double MpiSession::loopback_seconds(std::size_t bytes, int repeats) const {
+  std::vector<char> out(bytes, 1), in(bytes);
+  const int count = static_cast<int>(std::min<std::size_t>(bytes, 1u << 30));
+  const double start = MPI_Wtime();
+  for (int i = 0; i < repeats; ++i) {
+    COHORT_MPI_CHECK(MPI_Sendrecv(out.data(), count, MPI_CHAR, 0, 0, in.data(), count, MPI_CHAR, 0,
+                                  0, MPI_COMM_SELF, MPI_STATUS_IGNORE));
+  }
+  return (MPI_Wtime() - start) / std::max(1, repeats);
+}
+
 void MpiSession::abort(int code) const {
   std::fflush(nullptr);
   MPI_Abort(impl_->world, code);

@@ -1,0 +1,77 @@
+#include "step_runner.hpp"
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "cohort/error.hpp"
+
+namespace cohort::cli {
+namespace {
+
+constexpr int kForwarded[] = {SIGUSR1, SIGUSR2, SIGTERM, SIGINT, SIGHUP, SIGXCPU};
+constexpr std::chrono::seconds kKillAfter{10};
+
+[[noreturn]] void exec_child(const std::vector<std::string>& argv, const sigset_t& previous) {
+  sigprocmask(SIG_SETMASK, &previous, nullptr);
+  std::vector<char*> c_argv;
+  for (const auto& word : argv) c_argv.push_back(const_cast<char*>(word.c_str()));
+  c_argv.push_back(nullptr);
+  execvp(c_argv[0], c_argv.data());
+  std::fprintf(stderr, "cohort: error: supervise: cannot run %s: %s\n", c_argv[0],
+               std::strerror(errno));
+  std::_Exit(127);
+}
+
+timespec to_timespec(std::chrono::steady_clock::duration left) {
+  const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(left).count();
+  return {static_cast<time_t>(ns / 1000000000), static_cast<long>(ns % 1000000000)};
+}
+
+}  // namespace
+
+StepEnd run_forwarding(const std::vector<std::string>& argv, std::chrono::seconds timeout) {
+  sigset_t set, previous;
+  sigemptyset(&set);
+  for (const int signal : kForwarded) sigaddset(&set, signal);
+  sigaddset(&set, SIGCHLD);
+  COHORT_CHECK(sigprocmask(SIG_BLOCK, &set, &previous) == 0, EnvironmentError,
+               "sigprocmask failed: ", std::strerror(errno));
+  std::fflush(nullptr);
+  setenv("COHORT_STDOUT_TTY", isatty(STDOUT_FILENO) ? "1" : "0", 0);  // see cohort launch
+  const pid_t child = fork();
+  COHORT_CHECK(child >= 0, EnvironmentError, "fork failed: ", std::strerror(errno));
+  if (child == 0) exec_child(argv, previous);
+  using Clock = std::chrono::steady_clock;
+  auto deadline = timeout.count() > 0 ? Clock::now() + timeout : Clock::time_point::max();
+  StepEnd end;
+  int status = 0;
+  while (true) {
+    siginfo_t info{};
+    const timespec left = to_timespec(std::max(deadline - Clock::now(), Clock::duration(0)));
+    const int signal = deadline == Clock::time_point::max() ? sigwaitinfo(&set, &info)
+                                                            : sigtimedwait(&set, &info, &left);
+    if (signal < 0 && errno == EAGAIN) {  // the deadline: end the step, then for good
+      kill(child, end.timed_out ? SIGKILL : SIGTERM);
+      end.timed_out = true;
+      deadline = Clock::now() + kKillAfter;
+      continue;
+    }
+    if (signal < 0) continue;  // EINTR
+    if (signal != SIGCHLD) {
+      kill(child, signal);  // the step may have ended just now: nothing to forward to
+      continue;
+    }
+    if (waitpid(child, &status, WNOHANG) == child) break;
+  }
+  sigprocmask(SIG_SETMASK, &previous, nullptr);
+  end.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return end;
+}
+
+}  // namespace cohort::cli

@@ -1,0 +1,26 @@
+// Running a job step from the batch script's process (`cohort supervise`): the signals the batch
+// shell receives (`#SBATCH --signal=B:USR1@N`, Slurm's SIGTERM, Ctrl-C) are passed on to the step.
+//
+// Signals are blocked before the fork and taken with sigtimedwait(), SIGCHLD included, so that
+// none is lost between "the step still runs" and "forward this one"; the child unblocks them
+// before exec.
+#pragma once
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+namespace cohort::cli {
+
+// A step's end: its exit code (128 + signal if killed), and whether it outlived the timeout.
+struct StepEnd {
+  int code = 0;
+  bool timed_out = false;
+};
+
+// Runs argv with the forwarded signals passed on. With a positive `timeout`, a step still running
+// after it gets SIGTERM, and SIGKILL 10 s later.
+StepEnd run_forwarding(const std::vector<std::string>& argv,
+                       std::chrono::seconds timeout = std::chrono::seconds(0));
+
+}  // namespace cohort::cli
