@@ -67,6 +67,11 @@ cohort_require(JPEG_FOUND "libjpeg-turbo" "libjpeg62-turbo-dev")
 find_package(PNG QUIET)
 cohort_require(PNG_FOUND "libpng" "libpng-dev")
 
+# Protobuf encodes TensorBoard event files (monitor.tensorboard_dir); protoc generates the messages.
+find_package(Protobuf QUIET)
+cohort_require(Protobuf_FOUND "protobuf" "libprotobuf-dev")
+cohort_require(Protobuf_PROTOC_EXECUTABLE "protoc" "protobuf-compiler")
+
 # prometheus-cpp (pull: the /metrics endpoint, over civetweb, in cohort-exporter).
 find_package(prometheus-cpp QUIET CONFIG)
 cohort_require(prometheus-cpp_FOUND "prometheus-cpp" "prometheus-cpp-dev")

@@ -38,7 +38,8 @@ int run_doctor(const std::vector<std::string>& args, int* argc, char*** argv) {
   po::variables_map vm;
   po::store(po::command_line_parser(args).options(desc).run(), vm);
   if (vm.count("help")) {
-    std::cout << "usage: srun --ntasks-per-node=1 cohort doctor --config FILE [--set k=v ...]\n"
+    std::cout << "usage: cohort doctor --config FILE [--set k=v ...] [--json]\n"
+                 "  one task per node: srun -N NODES --ntasks-per-node=1 cohort doctor ...\n"
               << desc;
     return 0;
   }

@@ -1,18 +1,24 @@
 #include "cohort/monitor/monitor.hpp"
 
+#include <cstring>
+
 #include <ATen/ops/empty.h>
 #include <ATen/ops/full.h>
 #include <ATen/ops/zeros.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 
 #include "cohort/comm/communicator.hpp"
 #include "cohort/error.hpp"
 #include "cohort/io/files.hpp"
 #include "cohort/monitor/http_exporter.hpp"
+
+#include "monitor/tensorboard.hpp"
 
 namespace cohort::monitor {
 namespace {
@@ -57,6 +63,25 @@ struct Monitor::Http {
   std::unique_ptr<HttpExporter> exporter;
 };
 
+// Rank 0's TensorBoard scalars: every step's loss, lr, throughput and phases; each summary's
+// throughput and MFU; each evaluation's metrics. Flushed at most once a second, and at the end.
+struct Monitor::TensorBoard {
+  TensorBoardWriter writer;
+  std::chrono::steady_clock::time_point flushed{};
+  std::vector<std::pair<std::string, double>> values;
+
+  TensorBoard(const std::string& dir, std::int64_t resume_step) : writer(dir, resume_step) {}
+  void write(std::int64_t step, bool flush_now) {
+    writer.scalars(step, values);
+    values.clear();
+    const auto now = std::chrono::steady_clock::now();
+    if (flush_now || now - flushed >= std::chrono::seconds(1)) {
+      writer.flush();
+      flushed = now;
+    }
+  }
+};
+
 Monitor::Monitor(MonitorOptions options, comm::Communicator& control,
                  const comm::Communicator& gradients, int local_rank, std::FILE* console)
     : options_(std::move(options)),
@@ -84,6 +109,11 @@ Monitor::Monitor(MonitorOptions options, comm::Communicator& control,
                           {"restart", options_.restart_count}};
     for (auto& [k, v] : options_.run_info.items()) run[k] = v;
     jsonl_->write(std::move(run));
+    if (!options_.tensorboard_dir.empty()) {
+      std::filesystem::path dir(options_.tensorboard_dir);
+      if (dir.is_relative()) dir = std::filesystem::path(options_.run_dir) / dir;
+      tensorboard_ = std::make_unique<TensorBoard>(dir.string(), options_.resume_step);
+    }
     JsonlSink* sink = jsonl_.get();
     comm::set_timeout_observer([sink](const std::string& message) {
       sink->write({{"event", "watchdog"}, {"message", message}});
@@ -130,6 +160,15 @@ void Monitor::say(const std::string& line) {
 }
 
 void Monitor::event(nlohmann::json record) {
+  if (tensorboard_ && record.value("event", "") == "eval" && record.contains("step") &&
+      record["step"].is_number_integer()) {
+    for (const auto& [key, value] : record.items()) {
+      if (value.is_number() && key != "step" && key != "t") {
+        tensorboard_->values.emplace_back("eval/" + key, value.get<double>());
+      }
+    }
+    tensorboard_->write(record["step"].get<std::int64_t>(), /*flush_now=*/true);
+  }
   if (jsonl_) jsonl_->write(std::move(record));
 }
 
@@ -168,6 +207,17 @@ void Monitor::step_inner(const StepSample& s) {
       for (int p = 0; p < kPhases; ++p) f.emplace_back(kPhaseKeys[p], s.phase[p]);
     }
     jsonl_->write_step(f);
+    if (tensorboard_) {
+      auto& v = tensorboard_->values;
+      for (const auto& [key, value] : f) {
+        if (std::strcmp(key, "step") == 0 || std::strcmp(key, "epoch") == 0) continue;
+        const bool phase = std::any_of(std::begin(kPhaseKeys), std::end(kPhaseKeys),
+                                       [&](const char* p) { return std::strcmp(p, key) == 0; });
+        v.emplace_back(std::string(phase ? "phase/" : "train/") + key, value);
+      }
+      if (s.seconds > 0) v.emplace_back("train/samples_per_s", s.samples / s.seconds);
+      tensorboard_->write(s.step, s.step == options_.total_steps);
+    }
     console_->step(s, seconds_ > 0 ? static_cast<double>(samples_) / seconds_ : 0,
                    seconds_ > 0 ? data_seconds_ / seconds_ : 0);
   }
@@ -209,6 +259,16 @@ void Monitor::summarize(bool final) {
   }
   if (!rank0_) return;
   jsonl_->write(to_json(summary));
+  if (tensorboard_) {
+    auto& v = tensorboard_->values;
+    v.emplace_back("summary/samples_per_s", summary.samples_per_s);
+    if (summary.tokens_per_s > 0) v.emplace_back("summary/tokens_per_s", summary.tokens_per_s);
+    if (summary.model_flops_per_s > 0) {
+      v.emplace_back("summary/model_tflops", summary.model_flops_per_s / 1e12);
+    }
+    if (summary.mfu > 0) v.emplace_back("summary/mfu", summary.mfu);
+    tensorboard_->write(summary.step, /*flush_now=*/true);
+  }
   for (const auto& f : found) diagnose(f);
 }
 

@@ -54,17 +54,17 @@ std::vector<FailedNode> lost_nodes(const FailureRequeueOptions& o,
   return nodes;
 }
 
-// "crash loop: failed again from step-00000300 without passing step 350 (the failure before):
-// not requeueing job 12", or "" when this failure is not one.
+// "crash loop: failed again from step-00000300 (at step 352; the failure before at step 350)
+// without a newer checkpoint: not requeueing job 12", or "" when this failure is not one.
 std::string crash_loop_text(const FailureRequeueOptions& o, const JobIdentity& job) {
   if (o.cause != RestartCause::kFailure || o.budgets.ledger.empty() || !job.in_job) return "";
   const auto ledger = RestartLedger::load(o.budgets.ledger, job.job_id);
   if (!crash_loop(ledger.last_failure, o.at)) return "";
   const std::string from =
       o.at.checkpoint.empty() ? "without a checkpoint" : "from " + o.at.checkpoint;
-  return "crash loop: failed again " + from + " without passing step " +
-         std::to_string(ledger.last_failure->step) + " (the failure before): not requeueing job " +
-         job.target;
+  return "crash loop: failed again " + from + " (at step " + std::to_string(o.at.step) +
+         "; the failure before at step " + std::to_string(ledger.last_failure->step) +
+         ") without a newer checkpoint: not requeueing job " + job.target;
 }
 
 // After the requeue: keeps the job off `failed` within max_excluded_nodes. Returns the tail of the

@@ -93,7 +93,7 @@ void RestartLedger::record(RestartCause cause, const std::optional<FailurePoint>
 }
 
 bool crash_loop(const std::optional<FailurePoint>& previous, const FailurePoint& now) {
-  return previous && previous->checkpoint == now.checkpoint && now.step <= previous->step;
+  return previous && previous->checkpoint == now.checkpoint;
 }
 
 }  // namespace cohort::slurm

@@ -208,6 +208,8 @@ const std::vector<KeySpec>& config_table() {
        "steps between cross-rank summaries (one small all-gather each)", "", 1, kNoLimit},
       {COHORT_KEY(monitor, prom_file), K::kString, "metrics.prom",
        "Prometheus textfile, relative to train.run_dir unless absolute (\"\": none)"},
+      {COHORT_KEY(monitor, tensorboard_dir), K::kString, "",
+       "TensorBoard event files (rank 0), relative to train.run_dir unless absolute (\"\": none)"},
       {COHORT_KEY(monitor, grad_norm_every), K::kInt, "10",
        "gradient norm every N steps (one read of all gradients; every step when clipping; 0: "
        "never)",

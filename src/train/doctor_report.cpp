@@ -5,8 +5,8 @@
 
 #include "cohort/error.hpp"
 #include "cohort/io/files.hpp"
-#include "common/json_limits.hpp"
 #include "cohort/train/doctor.hpp"
+#include "common/json_limits.hpp"
 
 namespace cohort::train {
 namespace {

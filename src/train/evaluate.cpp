@@ -2,7 +2,9 @@
 #include <torch/autograd.h>
 #include <torch/nn/functional/loss.h>
 
+#include <chrono>
 #include <optional>
+#include <thread>
 
 #include "cohort/data/reader.hpp"
 #include "cohort/data/transform.hpp"
@@ -17,8 +19,10 @@ void broadcast_buffers(torch::nn::Module& model, comm::Communicator& comm) {
   for (auto& buffer : model.buffers()) comm.broadcast_async(buffer, 0)->wait();
 }
 
-EvalResult evaluate(Parallelism& parallel, const std::string& path, const EvalOptions& eval,
-                    comm::Communicator& control) {
+// Every rank takes part in as many batches as the rank with the most (its share is at most one
+// sample longer), so that eval.poll's agreement runs the same number of times everywhere.
+std::optional<EvalResult> evaluate(Parallelism& parallel, const std::string& path,
+                                   const EvalOptions& eval, comm::Communicator& control) {
   const std::int64_t batch_size = eval.batch_size;
   torch::nn::Module& model = parallel.trained();
   comm::Communicator& comm = parallel.data_group();
@@ -37,7 +41,21 @@ EvalResult evaluate(Parallelism& parallel, const std::string& path, const EvalOp
   const std::int64_t last = n * (comm.rank() + 1) / comm.size();
   const Task& task = *eval.task;
   std::vector<double> sums(task.sum_count(), 0.0);
-  for (std::int64_t begin = first; begin < last; begin += batch_size) {
+  const std::int64_t longest = (n + comm.size() - 1) / comm.size();
+  const std::int64_t batches = (longest + batch_size - 1) / batch_size;
+  for (std::int64_t b = 0; b < batches; ++b) {
+    if (eval.poll && b > 0) {
+      if (const int signal = eval.poll(); signal != 0) {
+        model.train();
+        if (eval.stopped_by != nullptr) *eval.stopped_by = signal;
+        return std::nullopt;
+      }
+    }
+    const std::int64_t begin = first + b * batch_size;
+    if (begin >= last) continue;
+    if (eval.read_delay_ms > 0) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(eval.read_delay_ms));
+    }
     std::vector<std::int64_t> indices;
     for (std::int64_t i = begin; i < std::min(last, begin + batch_size); ++i) indices.push_back(i);
     data::Batch batch = reader.read(indices);

@@ -41,6 +41,7 @@ monitor::MonitorOptions monitor_options(const TrainConfig& c) {
   o.log_every = c.train.log_every;
   o.summary_every = c.monitor.summary_every;
   o.prom_file = c.monitor.prom_file;
+  o.tensorboard_dir = c.monitor.tensorboard_dir;
   o.http_port = static_cast<int>(c.monitor.http_port);
   o.http_bind = c.monitor.http_bind;
   o.console = console_mode(c.monitor.console);

@@ -1,6 +1,9 @@
 // Internal pieces of the trainer shared by its files: the loss, evaluation, and the metrics log.
 #pragma once
 
+#include <functional>
+#include <optional>
+
 #include <ATen/core/Tensor.h>
 
 #include <cstdint>
@@ -29,9 +32,15 @@ struct EvalOptions {
   std::int64_t max_length = 0;
   std::string transform;
   std::string target;
+  std::int64_t read_delay_ms = 0;  // debug.data_delay_ms: a slow filesystem
+  // Collective, called by every rank after each batch (the same number of times on every rank):
+  // a signal to stop for, or 0. A non-zero answer abandons the evaluation: evaluate() returns
+  // nullopt and `*stopped_by` holds it.
+  std::function<int()> poll;
+  int* stopped_by = nullptr;
 };
-EvalResult evaluate(Parallelism& parallel, const std::string& path, const EvalOptions& options,
-                    comm::Communicator& control);
+std::optional<EvalResult> evaluate(Parallelism& parallel, const std::string& path,
+                                   const EvalOptions& options, comm::Communicator& control);
 
 // bf16 autocast for the forward pass (train.precision = bf16), as torch.autocast does it: inside
 // the scope, matrix products and convolutions run in bfloat16 while weights, gradients, the loss

@@ -283,9 +283,10 @@ void Trainer::Impl::report_step(std::int64_t step, std::int64_t epoch) {
 
 // Opens the monitor once it is known whether the run continues a previous one (metrics.jsonl is
 // appended to then). Collective.
-void Trainer::Impl::start_monitor(bool append) {
+void Trainer::Impl::start_monitor(std::optional<std::int64_t> resumed_at) {
   auto o = monitor_options(config);
-  o.append = append;
+  o.append = resumed_at.has_value();
+  o.resume_step = resumed_at.value_or(0);
   o.total_steps = plan.total_steps;
   const auto params = parallel->trained().parameters();
   o.cuda_device = settings.cuda ? params.front().device().index() : -1;
@@ -318,7 +319,7 @@ void Trainer::Impl::start_monitor(bool append) {
 // metrics.jsonl (appending when resuming, so the run's record continues).
 std::optional<ResumePoint> Trainer::Impl::resume() {
   auto point = checkpoints->resume(plan.batch_size, progress);
-  start_monitor(point.has_value());
+  start_monitor(point ? std::optional<std::int64_t>(point->step) : std::nullopt);
   if (!point) return std::nullopt;
   // ZeRO 3 loaded the parameters into the shard pieces: the kept-whole ones gathered from them.
   if (config.parallel.zero == 3) parallel->ddp().gather_parameters();
@@ -330,13 +331,24 @@ std::optional<ResumePoint> Trainer::Impl::resume() {
 }
 
 // Evaluates when a validation set is given; true when the target metric is reached.
-bool Trainer::Impl::evaluate_and_check(std::int64_t step_index) {
+bool Trainer::Impl::evaluate_and_check(std::int64_t step_index, int& stopped_by) {
   const std::string& val = config.data.val_path;
   if (val.empty()) return false;
-  summary.eval = evaluate(*parallel, val,
-                          {task.get(), plan.batch_size, config.data.max_length,
-                           config.data.transform, config.data.target},
-                          *control);
+  EvalOptions o{task.get(), plan.batch_size, config.data.max_length, config.data.transform,
+                config.data.target};
+  o.read_delay_ms = config.debug.data_delay_ms;
+  o.poll = [this] { return preemption->agreed_signal(); };
+  o.stopped_by = &stopped_by;
+  auto result = evaluate(*parallel, val, o, *control);
+  if (!result) {  // a signal: acted on now, not after the whole evaluation
+    say("eval  step " + std::to_string(step_index) + ": abandoned for " +
+        signal_name_or_deadline(stopped_by));
+    log({{"event", "eval_abandoned"},
+         {"step", step_index},
+         {"signal", signal_name_or_deadline(stopped_by)}});
+    return false;
+  }
+  summary.eval = *result;
   summary.evaluated = true;
   const auto& e = summary.eval;
   say("eval  step " + std::to_string(step_index) + ": " + eval_text(e) + " (" +

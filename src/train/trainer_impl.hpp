@@ -112,13 +112,14 @@ struct Trainer::Impl {
   // the loop (trainer.cpp)
   TrainSummary run();
   void run_epoch(LoopState& loop, std::int64_t epoch);
-  void evaluate_now(LoopState& loop);
+  int evaluate_now(LoopState& loop);
+  void stop_on_signal(LoopState& loop, int signal);
   TrainSummary finish(const LoopState& loop, LoopState::Clock::time_point start);
   void print_banner() const;
   std::optional<ResumePoint> resume();
-  void start_monitor(bool append);
+  void start_monitor(std::optional<std::int64_t> resumed_at);
   void report_step(std::int64_t step, std::int64_t epoch);
-  bool evaluate_and_check(std::int64_t step);
+  bool evaluate_and_check(std::int64_t step, int& stopped_by);
   void stop_for_signal(int signal, std::int64_t step);
   void log(nlohmann::json record) { monitor->event(std::move(record)); }
   void say(const std::string& line) { monitor->say(line); }

@@ -63,9 +63,10 @@ TrainSummary Trainer::Impl::run() {
        epoch < config.train.epochs && !loop.stop; ++epoch) {
     summary.epochs = epoch + 1;
     run_epoch(loop, epoch);
-    if (!loop.stop && config.train.eval_every == 0) evaluate_now(loop);
+    if (!loop.stop && config.train.eval_every == 0) stop_on_signal(loop, evaluate_now(loop));
   }
-  if (loop.evaluated_at != loop.step && !summary.resumable) evaluate_now(loop);  // the final model
+  // The final model (a signal that abandons this evaluation has nothing left to stop).
+  if (loop.evaluated_at != loop.step && !summary.resumable) evaluate_now(loop);
   checkpoints->maybe_save(loop.step, loader->state(), plan.batch_size, /*final=*/true);
   checkpoints->finish();  // the last save is on disk before the run reports its end
   if (parallel->pipelined()) {
@@ -93,18 +94,15 @@ void Trainer::Impl::run_epoch(LoopState& loop, std::int64_t epoch) {
     loop.steady.step_done(loop.step - loop.first_step);
     checkpoints->maybe_save(loop.step, loader->state(), plan.batch_size, false);
     timer.lap(monitor::Phase::kCheckpoint);
-    const int signal = preemption->agreed_signal();
+    int signal = preemption->agreed_signal();
     timer.lap(monitor::Phase::kComm);
     report_step(loop.step, epoch);
     timer.begin();
-    if (const auto every = config.train.eval_every; every > 0 && loop.step % every == 0)
-      evaluate_now(loop);
-    if (signal != 0) {
-      stop_for_signal(signal, loop.step);
-      loop.stop = signal == Preemption::kWallTime ? StopReason::kTimeLimit : StopReason::kSignal;
-      summary.stop_signal = signal == Preemption::kWallTime ? 0 : signal;
-      summary.resumable = true;
+    if (const auto every = config.train.eval_every; every > 0 && loop.step % every == 0) {
+      const int during = evaluate_now(loop);
+      if (signal == 0) signal = during;
     }
+    stop_on_signal(loop, signal);
     if (loop.step >= plan.total_steps && !loop.stop) {
       loop.stop = plan.limited_by_steps ? StopReason::kMaxSteps : StopReason::kEpochs;
     }
@@ -113,13 +111,25 @@ void Trainer::Impl::run_epoch(LoopState& loop, std::int64_t epoch) {
   // A partial accumulation group at the epoch's end is dropped (`micro`), on every rank alike.
 }
 
-// Evaluation between steps: not part of any step's time, nor of the steady throughput.
-void Trainer::Impl::evaluate_now(LoopState& loop) {
+// Evaluation between steps: not part of any step's time, nor of the steady throughput. Returns
+// the signal that abandoned it (0: it ran to its end).
+int Trainer::Impl::evaluate_now(LoopState& loop) {
   loop.evaluated_at = loop.step;
   const auto eval_start = LoopState::Clock::now();
-  if (evaluate_and_check(loop.step)) loop.stop = StopReason::kTargetReached;
+  int signal = 0;
+  if (evaluate_and_check(loop.step, signal)) loop.stop = StopReason::kTargetReached;
   loop.steady.exclude(LoopState::Clock::now() - eval_start);
   timer.begin();
+  return signal;
+}
+
+// A signal (or the time limit) agreed at this step: checkpoint, requeue, stop resumable.
+void Trainer::Impl::stop_on_signal(LoopState& loop, int signal) {
+  if (signal == 0) return;
+  stop_for_signal(signal, loop.step);
+  loop.stop = signal == Preemption::kWallTime ? StopReason::kTimeLimit : StopReason::kSignal;
+  summary.stop_signal = signal == Preemption::kWallTime ? 0 : signal;
+  summary.resumable = true;
 }
 
 // The summary and the run's "end" record (collective: every rank's peak resident memory).

@@ -53,6 +53,10 @@ struct MonitorOptions {
   std::string job_id;       // the Slurm job ("": not in one), for labels and the "run" record
   int restart_count = 0;    // SLURM_RESTART_COUNT of this run
   nlohmann::json run_info;  // extra fields of the "run" record
+  // TensorBoard event files (rank 0; relative to run_dir unless absolute; "" off), and the step
+  // this run resumed from (events of later steps from an earlier start are cut; 0 when fresh).
+  std::string tensorboard_dir;
+  std::int64_t resume_step = 0;
 };
 
 class Monitor {
@@ -97,6 +101,8 @@ class Monitor {
   std::unique_ptr<GpuSampler> gpu_;
   struct Http;
   std::unique_ptr<Http> http_;
+  struct TensorBoard;  // rank 0 with monitor.tensorboard_dir
+  std::unique_ptr<TensorBoard> tensorboard_;
   std::map<std::string, std::string> labels_;
   std::vector<std::pair<const char*, double>> step_fields_;  // reused: no allocation per step
   std::chrono::steady_clock::time_point prom_written_{};

@@ -8,9 +8,9 @@
 // (Slurm terminates the running job as it requeues it, this process included, possibly before
 // the RPC returns), requeues, and then excludes the failed nodes (the controller takes an
 // excluded node list only for a pending job). It returns one line that tells the story,
-// "<reason>: rank 1 (node n2) lost at step 340 (not responding); requeued job 12 (restart 1/3),
+// "<reason>: rank 1 (node n2) lost at step 340 (not responding); requeued job 12 (failure 1/3),
 // excluding n2<after_requeue>", and whether the job was requeued. A failure from the same
-// checkpoint as the one before, no step further (crash_loop()), is not requeued: "crash loop: ...".
+// checkpoint as the one before (crash_loop()) is not requeued: "crash loop: ...".
 // Warnings (the controller cannot list nodes) go to stderr; the requeue goes on without exclusion.
 #pragma once
 

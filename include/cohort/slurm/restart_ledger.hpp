@@ -9,7 +9,8 @@
 // (a new submission of the same run directory), starts from zero. The file is Cohort's own but
 // read as untrusted: a bad one is an IoError naming the file and the field (exit 3), never a
 // crash. crash_loop() is the decision after a failure: the run failed again from the same
-// checkpoint without getting past the step where it failed the time before.
+// checkpoint, having written no newer one since the failure before (its last step is not a
+// measure of progress: the step records of the last second before a kill may be lost).
 #pragma once
 
 #include <cstdint>
@@ -42,7 +43,7 @@ struct RestartLedger {
 };
 
 // Whether failing at `now` after having failed at `previous` is a crash loop: the same checkpoint
-// and no step beyond the previous failure's.
+// (none, both times, is the same too).
 bool crash_loop(const std::optional<FailurePoint>& previous, const FailurePoint& now);
 
 // The ledger's path in a run directory.

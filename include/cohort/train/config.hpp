@@ -159,6 +159,7 @@ struct MonitorConfig {
   bool enabled = false;
   std::int64_t summary_every = 0;
   std::string prom_file;
+  std::string tensorboard_dir;
   std::int64_t grad_norm_every = 0;
   std::int64_t http_port = 0;
   std::string http_bind;

@@ -1,0 +1,146 @@
+#include "monitor/tensorboard.hpp"
+
+#include <unistd.h>
+
+#include <array>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <string_view>
+
+#include "cohort/error.hpp"
+#include "cohort/io/files.hpp"
+#include "tensorboard_event.pb.h"
+
+namespace cohort::monitor {
+namespace {
+
+constexpr const char* kSuffix = ".cohort";
+// A scalar record is ~100 bytes; a length beyond this is not a record of ours.
+constexpr std::uint64_t kMaxRecordBytes = 16u << 20;
+
+std::array<std::uint32_t, 256> make_table() {
+  std::array<std::uint32_t, 256> table{};
+  for (std::uint32_t i = 0; i < 256; ++i) {
+    std::uint32_t c = i;
+    for (int k = 0; k < 8; ++k) c = (c & 1) ? 0x82F63B78u ^ (c >> 1) : c >> 1;
+    table[i] = c;
+  }
+  return table;
+}
+
+void put_le(std::string& out, std::uint64_t value, int bytes) {
+  for (int i = 0; i < bytes; ++i) out.push_back(static_cast<char>((value >> (8 * i)) & 0xff));
+}
+
+std::uint64_t get_le(const char* in, int bytes) {
+  std::uint64_t value = 0;
+  for (int i = bytes - 1; i >= 0; --i) value = value << 8 | static_cast<unsigned char>(in[i]);
+  return value;
+}
+
+double wall_time() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+std::string host_name() {
+  std::array<char, 256> name{};
+  ::gethostname(name.data(), name.size() - 1);
+  return name.data();
+}
+
+}  // namespace
+
+std::uint32_t crc32c(const void* data, std::size_t size) {
+  static const auto table = make_table();
+  const auto* bytes = static_cast<const unsigned char*>(data);
+  std::uint32_t crc = 0xFFFFFFFFu;
+  for (std::size_t i = 0; i < size; ++i) crc = table[(crc ^ bytes[i]) & 0xff] ^ (crc >> 8);
+  return crc ^ 0xFFFFFFFFu;
+}
+
+std::uint32_t masked_crc32c(const void* data, std::size_t size) {
+  const std::uint32_t crc = crc32c(data, size);
+  return ((crc >> 15) | (crc << 17)) + 0xa282ead8u;
+}
+
+std::int64_t cut_events_after(const std::string& path, std::int64_t step) {
+  const std::int64_t size = io::file_bytes(path);
+  std::ifstream in(path, std::ios::binary);
+  COHORT_CHECK(in.good(), IoError, path, ": cannot read");
+  std::int64_t offset = 0, kept = 0;
+  std::string data;
+  while (offset + 12 <= size) {
+    char head[12];
+    in.read(head, sizeof head);
+    const std::uint64_t length = get_le(head, 8);
+    if (!in || get_le(head + 8, 4) != masked_crc32c(head, 8) || length > kMaxRecordBytes ||
+        offset + 16 + static_cast<std::int64_t>(length) > size) {
+      break;
+    }
+    data.resize(length + 4);
+    in.read(data.data(), static_cast<std::streamsize>(data.size()));
+    tensorboard::Event event;
+    if (!in || get_le(data.data() + length, 4) != masked_crc32c(data.data(), length) ||
+        !event.ParseFromArray(data.data(), static_cast<int>(length)) || event.step() > step) {
+      break;
+    }
+    offset += 16 + static_cast<std::int64_t>(length);
+    ++kept;
+  }
+  if (offset < size) std::filesystem::resize_file(path, static_cast<std::uintmax_t>(offset));
+  return kept;
+}
+
+TensorBoardWriter::TensorBoardWriter(const std::string& dir, std::int64_t resume_step) {
+  io::make_directories(dir);
+  std::error_code error;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, error)) {
+    const std::string name = entry.path().filename().string();
+    const bool ours =
+        name.rfind("events.out.tfevents.", 0) == 0 && name.size() > std::strlen(kSuffix) &&
+        name.compare(name.size() - std::strlen(kSuffix), std::string::npos, kSuffix) == 0;
+    if (ours && entry.is_regular_file(error)) cut_events_after(entry.path().string(), resume_step);
+  }
+  path_ = dir + "/events.out.tfevents." + std::to_string(static_cast<std::int64_t>(wall_time())) +
+          "." + host_name() + "." + std::to_string(::getpid()) + kSuffix;
+  out_.open(path_, std::ios::binary | std::ios::trunc);
+  COHORT_CHECK(out_.good(), IoError, path_, ": cannot create");
+  tensorboard::Event event;
+  event.set_wall_time(wall_time());
+  event.set_file_version("brain.Event:2");
+  write_record(event.SerializeAsString());
+  flush();
+}
+
+void TensorBoardWriter::scalars(std::int64_t step,
+                                const std::vector<std::pair<std::string, double>>& values) {
+  tensorboard::Event event;
+  event.set_wall_time(wall_time());
+  event.set_step(step);
+  auto* summary = event.mutable_summary();
+  for (const auto& [tag, value] : values) {
+    auto* entry = summary->add_value();
+    entry->set_tag(tag);
+    entry->set_simple_value(static_cast<float>(value));
+  }
+  write_record(event.SerializeAsString());
+}
+
+void TensorBoardWriter::write_record(const std::string& data) {
+  std::string record;
+  record.reserve(data.size() + 16);
+  put_le(record, data.size(), 8);
+  put_le(record, masked_crc32c(record.data(), 8), 4);
+  record += data;
+  put_le(record, masked_crc32c(data.data(), data.size()), 4);
+  out_.write(record.data(), static_cast<std::streamsize>(record.size()));
+  COHORT_CHECK(out_.good(), IoError, path_, ": cannot write");
+}
+
+void TensorBoardWriter::flush() {
+  out_.flush();
+  COHORT_CHECK(out_.good(), IoError, path_, ": cannot write");
+}
+
+}  // namespace cohort::monitor

@@ -1,0 +1,43 @@
+// TensorBoard event files (monitor.tensorboard_dir), written by rank 0's monitor.
+//
+// Protocol: the constructor makes the directory, cuts from the event files an earlier start of this
+// run wrote (named "*.cohort", Cohort's own) every record of a step after `resume_step` (a run
+// resumed from step 20 after reaching step 26 writes steps 21..26 again: TensorBoard would show
+// them twice), and opens a new file "events.out.tfevents.<seconds>.<host>.<pid>.cohort" that
+// starts with the file_version event. scalars() appends one Event with a Summary of simple values
+// for a step. Records are TensorBoard's framing: length (uint64 LE), masked CRC-32C of the length,
+// the serialised Event (protobuf, from tensorboard_event.proto), masked CRC-32C of the data.
+// Written through a buffer, flushed by flush() (the monitor calls it at most once a second and at
+// the end). Throws IoError naming the file.
+#pragma once
+
+#include <cstdint>
+#include <fstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace cohort::monitor {
+
+class TensorBoardWriter {
+ public:
+  TensorBoardWriter(const std::string& dir, std::int64_t resume_step);
+  void scalars(std::int64_t step, const std::vector<std::pair<std::string, double>>& values);
+  void flush();
+  const std::string& path() const { return path_; }
+
+ private:
+  void write_record(const std::string& data);
+  std::string path_;
+  std::ofstream out_;
+};
+
+// CRC-32C (Castagnoli) of `size` bytes, and TensorBoard's mask of it.
+std::uint32_t crc32c(const void* data, std::size_t size);
+std::uint32_t masked_crc32c(const void* data, std::size_t size);
+
+// Cuts `path` (an event file) before its first record of a step after `step`; a record that
+// cannot be read ends the file there too. Returns the records kept.
+std::int64_t cut_events_after(const std::string& path, std::int64_t step);
+
+}  // namespace cohort::monitor
