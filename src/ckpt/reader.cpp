@@ -9,6 +9,24 @@
 #include "cohort/error.hpp"
 
 namespace cohort::ckpt {
+namespace {
+
+// Elements [from, from + count) of `slice` into `at`; verified (a whole slice), the checksum is
+// taken piece by piece as the pieces arrive.
+void read_slice(ShardReader& reader, const TensorEntry& entry, const SliceEntry& slice,
+                std::int64_t from, std::int64_t count, void* at, bool verify,
+                const std::string& file) {
+  if (!verify) {
+    reader.read(entry.name, entry.dtype, from, count, at);
+    return;
+  }
+  StreamingChecksum checksum;
+  reader.read(entry.name, entry.dtype, from, count, at, checksum);
+  COHORT_CHECK(checksum.result() == slice.checksum, IoError, file, ": slice ", entry.name,
+               " does not match its checksum");
+}
+
+}  // namespace
 
 CheckpointReader::CheckpointReader(std::string step_dir)
     : path_(std::move(step_dir)), manifest_(read_manifest(path_)) {
@@ -38,10 +56,7 @@ void CheckpointReader::read(const TensorEntry& entry, void* out, bool verify) {
     COHORT_CHECK(reader.slice_offset(entry.name) == slice.offset, IoError, file, ": slice ",
                  entry.name, " does not start where the manifest says");
     void* at = base + slice.offset * element;
-    reader.read(entry.name, entry.dtype, 0, slice.count, at);
-    COHORT_CHECK(!verify || bytes_checksum(at, static_cast<std::size_t>(slice.count * element)) ==
-                                slice.checksum,
-                 IoError, file, ": slice ", entry.name, " does not match its checksum");
+    read_slice(reader, entry, slice, 0, slice.count, at, verify, file);
   }
 }
 
@@ -65,10 +80,7 @@ void CheckpointReader::read_range(const TensorEntry& entry, std::int64_t offset,
     unsigned char* at = base + (begin - offset) * element;
     const bool whole_slice = begin == slice.offset && end == slice.offset + slice.count;
     if (!verify || whole_slice) {
-      reader.read(entry.name, entry.dtype, begin - slice.offset, end - begin, at);
-      COHORT_CHECK(!verify || bytes_checksum(at, static_cast<std::size_t>(slice.count * element)) ==
-                                  slice.checksum,
-                   IoError, file, ": slice ", entry.name, " does not match its checksum");
+      read_slice(reader, entry, slice, begin - slice.offset, end - begin, at, verify, file);
     } else {
       // The slice's own size, which the shard file was checked to back.
       std::vector<unsigned char> whole(static_cast<std::size_t>(slice.count * element));

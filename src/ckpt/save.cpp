@@ -156,8 +156,10 @@ std::vector<HeldSpec> decode(const std::string& text) {
   return specs;
 }
 
-// Every rank's text, in rank order: lengths by one all-reduce, then one padded all-gather.
-std::vector<std::string> gather_text(const std::string& mine, comm::Communicator& comm) {
+// Every rank's text, in rank order: lengths by one all-reduce, then one padded all-gather of
+// `*moved` bytes (to each rank).
+std::vector<std::string> gather_text(const std::string& mine, comm::Communicator& comm,
+                                     std::int64_t* moved = nullptr) {
   const int world = comm.size();
   at::Tensor lengths = at::zeros({world}, at::kLong);
   lengths[comm.rank()] = static_cast<std::int64_t>(mine.size());
@@ -167,6 +169,7 @@ std::vector<std::string> gather_text(const std::string& mine, comm::Communicator
   std::memcpy(own.data_ptr(), mine.data(), mine.size());
   at::Tensor all = at::empty({longest * world}, at::kByte);
   comm.all_gather(all, own);
+  if (moved != nullptr) *moved = longest * world;
   std::vector<std::string> texts;
   const auto* bytes = static_cast<const char*>(all.data_ptr());
   for (int r = 0; r < world; ++r) {
@@ -205,9 +208,11 @@ std::string attempt_tag(const SaveRequest& request, comm::Communicator& comm) {
 
 }  // namespace
 
-ShardPlan plan_checkpoint(const SaveRequest& request, comm::Communicator& comm) {
-  const auto mine = specs_of(request);
-  const auto texts = gather_text(encode(mine), comm);
+namespace {
+
+ShardPlan plan_from(const SaveRequest& request, const std::vector<HeldSpec>& mine,
+                    const std::string& text, comm::Communicator& comm, std::int64_t* moved) {
+  const auto texts = gather_text(text, comm, moved);
   const bool whole = std::none_of(request.tensors.begin(), request.tensors.end(),
                                   [](const NamedTensor& t) { return t.part.has_value(); });
   if (whole &&
@@ -240,6 +245,28 @@ ShardPlan plan_checkpoint(const SaveRequest& request, comm::Communicator& comm) 
   } catch (const ConfigError& e) {  // the ranks' tensors do not make whole ones: not savable
     COHORT_THROW(IoError, e.what());
   }
+}
+
+}  // namespace
+
+ShardPlan plan_checkpoint(const SaveRequest& request, comm::Communicator& comm) {
+  const auto mine = specs_of(request);
+  return plan_from(request, mine, encode(mine), comm, nullptr);
+}
+
+const ShardPlan& PlanCache::plan(const SaveRequest& request, comm::Communicator& comm) {
+  const auto mine = specs_of(request);
+  std::string layout = encode(mine);
+  at::Tensor changed = at::zeros({1}, at::kLong);
+  changed[0] = plan_ && layout == layout_ ? 0 : 1;
+  comm.all_reduce(changed);  // sum: any rank's change replans everywhere
+  last_gather_bytes_ = 0;
+  if (changed.item<std::int64_t>() != 0) {
+    plan_ = plan_from(request, mine, layout, comm, &last_gather_bytes_);
+    layout_ = std::move(layout);
+    ++plans_made_;
+  }
+  return *plan_;
 }
 
 SaveRequest snapshot_own_part(const SaveRequest& request, const ShardPlan& plan, int rank) {

@@ -2,6 +2,7 @@
 
 #include <xxhash.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <map>
@@ -39,6 +40,8 @@ void stall_if_asked(hid_t file, const std::string& path, std::int64_t step) {
   std::this_thread::sleep_for(std::chrono::minutes(10));
 }
 
+constexpr std::int64_t kReadPieceBytes = 4 << 20;
+
 }  // namespace
 
 std::int64_t dtype_bytes(const std::string& dtype) {
@@ -47,6 +50,27 @@ std::int64_t dtype_bytes(const std::string& dtype) {
 
 std::string bytes_checksum(const void* data, std::size_t bytes) {
   return io::format_checksum(XXH3_64bits(data, bytes));
+}
+
+struct StreamingChecksum::State {
+  struct Free {
+    void operator()(XXH3_state_t* s) const noexcept { XXH3_freeState(s); }
+  };
+  std::unique_ptr<XXH3_state_t, Free> xxh{XXH3_createState()};
+};
+
+StreamingChecksum::StreamingChecksum() : state_(std::make_unique<State>()) {
+  COHORT_CHECK(state_->xxh != nullptr, Error, "XXH3_createState failed");
+  XXH3_64bits_reset(state_->xxh.get());
+}
+StreamingChecksum::~StreamingChecksum() = default;
+
+void StreamingChecksum::add(const void* data, std::size_t bytes) {
+  XXH3_64bits_update(state_->xxh.get(), data, bytes);
+}
+
+std::string StreamingChecksum::result() const {
+  return io::format_checksum(XXH3_64bits_digest(state_->xxh.get()));
 }
 
 std::vector<std::string> write_shard(const std::string& path, const ShardHeader& header,
@@ -120,6 +144,16 @@ const ShardHeader& ShardReader::header() const { return impl_->header; }
 
 void ShardReader::read(const std::string& name, const std::string& dtype, std::int64_t from,
                        std::int64_t count, void* out) const {
+  read_checked(name, dtype, from, count, out, nullptr);
+}
+
+void ShardReader::read(const std::string& name, const std::string& dtype, std::int64_t from,
+                       std::int64_t count, void* out, StreamingChecksum& sink) const {
+  read_checked(name, dtype, from, count, out, &sink);
+}
+
+void ShardReader::read_checked(const std::string& name, const std::string& dtype, std::int64_t from,
+                               std::int64_t count, void* out, StreamingChecksum* sink) const {
   const std::string where = impl_->path + ": slice " + name;
   h5::Hid set = h5::open_dataset(impl_->file.get(), "slices/" + name, where);
   const auto stored = h5::read_string_attribute(set.get(), "dtype", where);
@@ -132,8 +166,19 @@ void ShardReader::read(const std::string& name, const std::string& dtype, std::i
                    from <= extent[0] - count,
                IoError, where, ": ", count, " elements from ", from,
                " are outside what it stores (shape ", shape_text(extent), ")");
-  h5::read_runs(set.get(), {h5::Run{from, count}}, storage_of(dtype), out, H5P_DEFAULT, false,
-                where);
+  const io::DType type = storage_of(dtype);
+  if (sink == nullptr) {
+    h5::read_runs(set.get(), {h5::Run{from, count}}, type, out, H5P_DEFAULT, false, where);
+    return;
+  }
+  const auto element = static_cast<std::int64_t>(io::dtype_size(type));
+  const std::int64_t piece = std::max<std::int64_t>(1, kReadPieceBytes / element);
+  for (std::int64_t done = 0; done < count; done += piece) {
+    const std::int64_t n = std::min(piece, count - done);
+    void* at = static_cast<unsigned char*>(out) + done * element;
+    h5::read_runs(set.get(), {h5::Run{from + done, n}}, type, at, H5P_DEFAULT, false, where);
+    sink->add(at, static_cast<std::size_t>(n * element));
+  }
 }
 
 std::int64_t ShardReader::slice_offset(const std::string& name) const {

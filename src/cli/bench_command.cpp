@@ -353,10 +353,11 @@ int bench_monitor(const std::vector<std::string>& args, int* argc, char*** argv)
 int run_bench(const std::vector<std::string>& args, int* argc, char*** argv) {
   const std::string what = args.empty() ? "" : args.front();
   if (what == "--help" || what == "-h" || what == "help") {
-    std::cout << "usage: cohort bench <allreduce|ddp|io|ckpt|monitor|pipeline|zero|topology> "
-                 "[options] "
-                 "[--json]\n       cohort "
-                 "bench <benchmark> --help\n";
+    std::cout
+        << "usage: cohort bench <allreduce|ddp|io|ckpt|monitor|pipeline|zero|topology|control> "
+           "[options] "
+           "[--json]\n       cohort "
+           "bench <benchmark> --help\n";
     return 0;
   }
   const std::vector<std::string> rest(args.begin() + (args.empty() ? 0 : 1), args.end());
@@ -368,8 +369,9 @@ int run_bench(const std::vector<std::string>& args, int* argc, char*** argv) {
   if (what == "pipeline") return bench_pipeline(rest, argc, argv);
   if (what == "zero") return bench_zero(rest, argc, argv);
   if (what == "topology") return bench_topology(rest);
+  if (what == "control") return bench_control(rest, argc, argv);
   COHORT_THROW(UsageError, "cohort bench: unknown benchmark '", what,
-               "' (allreduce, ddp, io, ckpt, monitor, pipeline, zero, topology)");
+               "' (allreduce, ddp, io, ckpt, monitor, pipeline, zero, topology, control)");
 }
 
 }  // namespace cohort::cli

@@ -63,6 +63,7 @@ int run_bench(const std::vector<std::string>& args, int* argc, char*** argv);
 int bench_pipeline(const std::vector<std::string>& args, int* argc, char*** argv);
 int bench_zero(const std::vector<std::string>& args, int* argc, char*** argv);
 int bench_topology(const std::vector<std::string>& args);
+int bench_control(const std::vector<std::string>& args, int* argc, char*** argv);
 int run_train(const std::vector<std::string>& args, int* argc, char*** argv);
 int run_doctor(const std::vector<std::string>& args, int* argc, char*** argv);
 int run_predict(const std::vector<std::string>& args, int* argc, char*** argv);

@@ -7,8 +7,11 @@
 
 #include <array>
 #include <cstdlib>
+#include <ctime>
 #include <fstream>
+#include <iterator>
 #include <memory>
+#include <sstream>
 #include <string>
 
 #include "cohort/env/environment.hpp"
@@ -92,6 +95,24 @@ std::int64_t peak_rss_bytes() {
 std::int64_t heap_bytes_in_use() {
   const struct mallinfo2 info = ::mallinfo2();
   return static_cast<std::int64_t>(info.uordblks + info.hblkhd);
+}
+
+double seconds_since_process_start() {
+  std::ifstream in("/proc/self/stat");
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const auto close = text.rfind(')');  // the command name may hold spaces and parentheses
+  if (close == std::string::npos || close + 2 > text.size()) return 0;
+  std::istringstream fields(text.substr(close + 2));
+  std::string skipped;
+  for (int field = 3; field < 22 && fields >> skipped; ++field) {  // starttime is field 22
+  }
+  unsigned long long start_ticks = 0;
+  if (!(fields >> start_ticks)) return 0;
+  timespec now{};
+  clock_gettime(CLOCK_BOOTTIME, &now);
+  const double ticks = static_cast<double>(sysconf(_SC_CLK_TCK));
+  return static_cast<double>(now.tv_sec) + static_cast<double>(now.tv_nsec) / 1e9 -
+         static_cast<double>(start_ticks) / ticks;
 }
 
 }  // namespace cohort::env

@@ -2,7 +2,7 @@
 
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/ops/tensor.h>
-#include <ATen/ops/zeros_like.h>
+#include <ATen/ops/empty_like.h>
 #include <c10/util/string_utils.h>
 #include <torch/optim/adamw.h>
 #include <torch/optim/sgd.h>
@@ -191,14 +191,17 @@ void TrainCheckpoints::add_optimizer_state(const OptimizedPart& part, bool whole
   const std::string name = "optim." + saved_name(part.parameter);
   const at::Tensor& value = part.value;
   const auto key = key_of(value);
-  if (create && state.find(key) == state.end() && (adamw || momentum)) {
+  // State made here exists only to be filled by the load (a fresh start clears it): left
+  // uninitialised and marked fresh, the load reads straight into it (ckpt::NamedTensor::fresh).
+  const bool created = create && state.find(key) == state.end() && (adamw || momentum);
+  if (created) {
     if (adamw) {
       auto s = std::make_unique<torch::optim::AdamWParamState>();
-      s->exp_avg(at::zeros_like(value)).exp_avg_sq(at::zeros_like(value));
+      s->exp_avg(at::empty_like(value)).exp_avg_sq(at::empty_like(value));
       state[key] = std::move(s);
     } else {
       auto s = std::make_unique<torch::optim::SGDParamState>();
-      s->momentum_buffer(at::zeros_like(value));
+      s->momentum_buffer(at::empty_like(value));
       state[key] = std::move(s);
     }
   }
@@ -209,7 +212,9 @@ void TrainCheckpoints::add_optimizer_state(const OptimizedPart& part, bool whole
   if (adamw) {
     auto& s = static_cast<torch::optim::AdamWParamState&>(*it->second);
     out.push_back({name + ".exp_avg", s.exp_avg(), held});
+    out.back().fresh = created;
     out.push_back({name + ".exp_avg_sq", s.exp_avg_sq(), held});
+    out.back().fresh = created;
     // AdamW counts steps per parameter in a plain integer: carried in a tensor, written back
     // by restore_adamw_steps() after a load. Every part of a parameter has the same count.
     adamw_steps_.emplace_back(&s, at::tensor({s.step()}, at::kLong));
@@ -217,6 +222,7 @@ void TrainCheckpoints::add_optimizer_state(const OptimizedPart& part, bool whole
   } else {
     out.push_back({name + ".momentum_buffer",
                    static_cast<torch::optim::SGDParamState&>(*it->second).momentum_buffer(), held});
+    out.back().fresh = created;
   }
 }
 
@@ -310,7 +316,7 @@ void TrainCheckpoints::save(std::int64_t step, const data::LoaderState& loader,
                   async);
   };
   if (!async) {
-    ckpt::save_checkpoint(dir_, request, *comm_);
+    ckpt::save_checkpoint(dir_, request, plans_.plan(request, *comm_), *comm_);
     committed();
     if (comm_->rank() == 0) start_background([this] { apply_retention(); });  // off the path
     return;
@@ -328,7 +334,7 @@ void TrainCheckpoints::save(std::int64_t step, const data::LoaderState& loader,
   start_background([this, copied, committed, request = std::move(request)] {
     bool released = false;
     try {
-      const auto plan = ckpt::plan_checkpoint(request, *comm_);
+      const ckpt::ShardPlan& plan = plans_.plan(request, *comm_);
       const auto own = ckpt::snapshot_own_part(request, plan, comm_->rank());
       copied->set_value();
       released = true;

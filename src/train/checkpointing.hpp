@@ -132,6 +132,7 @@ class TrainCheckpoints {
   torch::nn::Module& model_;
   torch::optim::Optimizer& optimizer_;
   std::unique_ptr<comm::Communicator> comm_;
+  ckpt::PlanCache plans_;  // the save plan, made again only when the tensors change
   std::string dir_;
   std::int64_t last_saved_ = -1;
   std::vector<std::pair<torch::optim::AdamWParamState*, at::Tensor>> adamw_steps_;

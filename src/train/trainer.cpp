@@ -128,6 +128,7 @@ void Trainer::Impl::setup() {
     checkpoints->set_optimized(std::move(parts), config.parallel.zero == 3);
   }
   preemption = std::make_unique<Preemption>(config.slurm, restart_budgets(config), *control);
+  started.setup_done = Clock::now();
 }
 
 void Trainer::Impl::make_loader() {
@@ -318,7 +319,11 @@ void Trainer::Impl::start_monitor(std::optional<std::int64_t> resumed_at) {
 // Loads the newest valid checkpoint when there is one and puts the loader where it was; opens
 // metrics.jsonl (appending when resuming, so the run's record continues).
 std::optional<ResumePoint> Trainer::Impl::resume() {
+  control->barrier();  // the load's time, not the wait for a rank still starting
+  const auto load_start = Clock::now();
   auto point = checkpoints->resume(plan.batch_size, progress);
+  started.checkpoint_load_s = std::chrono::duration<double>(Clock::now() - load_start).count();
+  started.resumed = Clock::now();
   start_monitor(point ? std::optional<std::int64_t>(point->step) : std::nullopt);
   if (!point) return std::nullopt;
   // ZeRO 3 loaded the parameters into the shard pieces: the kept-whole ones gathered from them.

@@ -23,6 +23,7 @@
 #include "cohort/comm/communicator.hpp"
 #include "cohort/comm/mpi_session.hpp"
 #include "cohort/data/loader.hpp"
+#include "cohort/env/system_info.hpp"
 #include "cohort/monitor/monitor.hpp"
 #include "cohort/train/config.hpp"
 #include "cohort/train/model.hpp"
@@ -100,7 +101,8 @@ struct Trainer::Impl {
   std::FILE* progress = stdout;
   TrainSummary summary;
 
-  Impl(const Config& c, const comm::MpiSession& s) : config(c), session(s) {}
+  Impl(const Config& c, const comm::MpiSession& s)
+      : config(c), session(s), started{env::seconds_since_process_start(), Clock::now()} {}
 
   // setup (trainer.cpp)
   void setup();
@@ -131,6 +133,17 @@ struct Trainer::Impl {
   // Every rank's peak resident memory so far (`value`: this rank's figure to gather instead).
   std::vector<std::int64_t> peak_rss_of_ranks(std::int64_t value = -1);
   std::int64_t startup_peak_rss = 0;  // after the model is built and attached
+  // The time from this process's exec to its first step, in parts: metrics.jsonl's "startup"
+  // record (what a requeued job loses before it trains again).
+  using Clock = std::chrono::steady_clock;
+  struct StartupTimes {
+    double to_trainer_s = 0;       // exec to here: LibTorch, MPI_Init, a rendezvous
+    Clock::time_point trainer;     // the trainer's construction
+    Clock::time_point setup_done;  // communicators, data opened, model built and attached
+    double checkpoint_load_s = 0;  // the checkpoint found, verified and loaded (0: none)
+    Clock::time_point resumed;     // and the loader repositioned
+  } started;
+  void report_startup(bool resumed);
 };
 
 }  // namespace cohort::train

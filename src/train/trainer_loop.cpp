@@ -97,6 +97,7 @@ void Trainer::Impl::run_epoch(LoopState& loop, std::int64_t epoch) {
     int signal = preemption->agreed_signal();
     timer.lap(monitor::Phase::kComm);
     report_step(loop.step, epoch);
+    if (loop.step == loop.first_step + 1) report_startup(loop.first_step > 0);
     timer.begin();
     if (const auto every = config.train.eval_every; every > 0 && loop.step % every == 0) {
       const int during = evaluate_now(loop);
@@ -130,6 +131,22 @@ void Trainer::Impl::stop_on_signal(LoopState& loop, int signal) {
   loop.stop = signal == Preemption::kWallTime ? StopReason::kTimeLimit : StopReason::kSignal;
   summary.stop_signal = signal == Preemption::kWallTime ? 0 : signal;
   summary.resumable = true;
+}
+
+// After this start's first step: how long it took to get there, in parts (rank 0's clock; the
+// first step's all-reduce waited for the slowest rank).
+void Trainer::Impl::report_startup(bool resumed) {
+  const auto since = [](Clock::time_point a, Clock::time_point b) {
+    return std::chrono::duration<double>(b - a).count();
+  };
+  const auto now = Clock::now();
+  log({{"event", "startup"},
+       {"resumed", resumed},
+       {"to_trainer_s", started.to_trainer_s},
+       {"setup_s", since(started.trainer, started.setup_done)},
+       {"checkpoint_load_s", started.checkpoint_load_s},
+       {"first_step_s", since(started.resumed, now)},
+       {"total_s", started.to_trainer_s + since(started.trainer, now)}});
 }
 
 // The summary and the run's "end" record (collective: every rank's peak resident memory).

@@ -58,6 +58,12 @@ struct NamedTensor {
   std::string name;
   at::Tensor tensor;               // any dense layout; a part's is its numel elements, flat
   std::optional<TensorPart> part;  // none: the whole tensor
+  // Loading: the tensor holds nothing worth keeping (state made only to be filled, e.g. an
+  // optimizer's). load_latest() reads a host tensor of this kind straight into it, without a
+  // staging copy; a candidate found corrupt half-way may leave it half-written, and the caller
+  // discards it when no candidate loads. Every other tensor is only written once the whole
+  // candidate is read and verified on every rank.
+  bool fresh = false;
 };
 
 struct SaveRequest {
@@ -81,6 +87,25 @@ struct SaveRequest {
 // its parts (ShardPlan::among_holdings). Throws IoError when one name has different dtypes or
 // shapes on two ranks, or when the parts of a tensor leave elements that no rank holds.
 ShardPlan plan_checkpoint(const SaveRequest& request, comm::Communicator& comm);
+
+// The plan once per layout: plan_checkpoint() gathers every rank's tensor list (R x T entries
+// over the communicator) at every save; a run saves the same tensors again and again. plan()
+// compares this rank's list with the one of the plan it holds, agrees with the other ranks by
+// one all-reduce of one flag whether any list changed (a rank that now holds optimizer state, a
+// resharded run), and gathers again only then. Collective; one save at a time (the caller's).
+class PlanCache {
+ public:
+  const ShardPlan& plan(const SaveRequest& request, comm::Communicator& comm);
+  std::int64_t plans_made() const { return plans_made_; }
+  // Bytes the last gather moved to each rank (0 when the last plan() reused the plan).
+  std::int64_t last_gather_bytes() const { return last_gather_bytes_; }
+
+ private:
+  std::string layout_;
+  std::optional<ShardPlan> plan_;
+  std::int64_t plans_made_ = 0;
+  std::int64_t last_gather_bytes_ = 0;
+};
 
 // What save_checkpoint() will read of `request` on rank `rank` under `plan`: a copy of the
 // request whose tensors are fresh, contiguous host tensors of the same shapes holding this rank's

@@ -35,6 +35,21 @@ struct ShardHeader {
 std::int64_t dtype_bytes(const std::string& dtype);  // throws IoError for an unknown dtype
 std::string bytes_checksum(const void* data, std::size_t bytes);  // "xxh3-64:<16 hex>"
 
+// bytes_checksum() of bytes that arrive in pieces (the same result as of them all at once).
+class StreamingChecksum {
+ public:
+  StreamingChecksum();
+  ~StreamingChecksum();
+  StreamingChecksum(const StreamingChecksum&) = delete;
+  StreamingChecksum& operator=(const StreamingChecksum&) = delete;
+  void add(const void* data, std::size_t bytes);
+  std::string result() const;
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
 std::vector<std::string> write_shard(const std::string& path, const ShardHeader& header,
                                      const std::vector<ShardSlice>& slices,
                                      const std::string& rank_state);
@@ -51,10 +66,16 @@ class ShardReader {
   // Elements [from, from + count) of the slice stored for `name`, as `dtype` (must match).
   void read(const std::string& name, const std::string& dtype, std::int64_t from,
             std::int64_t count, void* out) const;
+  // The same, read in pieces of at most 4 MiB, each handed to `sink` right after it arrived
+  // (while it is still in the cache: a checksum then costs little more than the read).
+  void read(const std::string& name, const std::string& dtype, std::int64_t from,
+            std::int64_t count, void* out, StreamingChecksum& sink) const;
   std::int64_t slice_offset(const std::string& name) const;
   std::string rank_state() const;
 
  private:
+  void read_checked(const std::string& name, const std::string& dtype, std::int64_t from,
+                    std::int64_t count, void* out, StreamingChecksum* sink) const;
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

@@ -27,6 +27,9 @@ int set_blas_threads(int threads);
 std::string library_of(const void* address);
 
 std::string hostname();
+// Seconds since this process was started (its exec: /proc/self/stat's starttime against
+// CLOCK_BOOTTIME); 0 when the kernel does not say.
+double seconds_since_process_start();
 int online_cpus();
 
 // Bytes the host heap has handed out now (malloc's small blocks and mmapped large ones): the

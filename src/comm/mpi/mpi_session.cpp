@@ -115,23 +115,18 @@ struct RankView {
   int rank, world_size, node_index, local_rank, local_size, leader;
 };
 
-int index_of(const std::vector<int>& values, int value) {
-  return static_cast<int>(std::find(values.begin(), values.end(), value) - values.begin());
-}
-
 // Every rank runs the same checks over the same gathered table, so all fail or pass together.
 NodeLayout check_views(std::vector<RankView>& views, int world_size) {
-  std::vector<int> leaders;  // distinct shared-memory hosts in order of first appearance
-  for (const auto& v : views) {
-    if (index_of(leaders, v.leader) == static_cast<int>(leaders.size()))
-      leaders.push_back(v.leader);
-  }
+  // Distinct shared-memory hosts in order of first appearance, indexed by a map: a linear search
+  // per rank was O(R x hosts), 4e8 steps at 40,000 ranks on 10,000 nodes.
+  std::map<int, int> leaders;
+  for (const auto& v : views) leaders.emplace(v.leader, static_cast<int>(leaders.size()));
   std::map<int, std::set<int>> local_ranks, node_hosts, host_nodes;
   for (int r = 0; r < world_size; ++r) {
     auto& v = views[static_cast<size_t>(r)];
     COHORT_CHECK(v.rank == r && v.world_size == world_size, EnvironmentError, "launcher says rank ",
                  v.rank, " of ", v.world_size, " but MPI says rank ", r, " of ", world_size);
-    if (v.node_index < 0) v.node_index = index_of(leaders, v.leader);  // launcher did not say
+    if (v.node_index < 0) v.node_index = leaders.at(v.leader);  // launcher did not say
     COHORT_CHECK(local_ranks[v.node_index].insert(v.local_rank).second, EnvironmentError,
                  "launcher gives local rank ", v.local_rank, " twice on node ", v.node_index);
     node_hosts[v.node_index].insert(v.leader);

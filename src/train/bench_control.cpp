@@ -1,0 +1,109 @@
+#include "cohort/train/bench_control.hpp"
+
+#include <ATen/ops/empty.h>
+#include <ATen/ops/full.h>
+#include <ATen/ops/zeros.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <vector>
+
+#include "cohort/ckpt/checkpoint.hpp"
+#include "cohort/comm/factory.hpp"
+#include "cohort/env/system_info.hpp"
+#include "cohort/error.hpp"
+#include "cohort/io/files.hpp"
+#include "cohort/monitor/summary.hpp"
+
+namespace cohort::train {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+// T small tensors of this rank's own (pipeline-like: no two ranks share a name).
+ckpt::SaveRequest own_tensors(int rank, int tensors) {
+  ckpt::SaveRequest request;
+  request.step = 1;
+  request.attempt = "bench";
+  for (int t = 0; t < tensors; ++t) {
+    request.tensors.emplace_back(
+        "stage" + std::to_string(rank) + ".block" + std::to_string(t) + ".weight",
+        at::full({4, 4}, static_cast<float>(rank + t)));
+  }
+  return request;
+}
+
+double max_over_ranks(double value, comm::Communicator& comm) {
+  at::Tensor v = at::full({1}, value, at::kDouble);
+  comm::CollectiveOptions max;
+  max.op = comm::ReduceOp::kMax;
+  comm.all_reduce(v, max);
+  return v.item<double>();
+}
+
+template <typename F>
+double timed(comm::Communicator& comm, F&& f) {
+  comm.barrier();
+  const auto start = Clock::now();
+  f();
+  return max_over_ranks(seconds_since(start), comm);
+}
+
+}  // namespace
+
+ControlBenchResult bench_control(const comm::MpiSession& session, env::Topology topology,
+                                 const ControlBenchOptions& o) {
+  ControlBenchResult r;
+  const double startup = env::seconds_since_process_start();
+  auto comm = comm::make_communicator(session, comm::Backend::kMpi, {});
+  r.ranks = comm->size();
+  r.startup_s = max_over_ranks(startup, *comm);
+  r.verify_s = timed(*comm, [&] { session.verify(topology); });
+
+  const auto request = own_tensors(comm->rank(), o.tensors);
+  std::vector<double> plans, cached;
+  ckpt::PlanCache cache;
+  for (int i = 0; i < o.repeats; ++i) {
+    plans.push_back(timed(*comm, [&] { ckpt::plan_checkpoint(request, *comm); }));
+  }
+  cache.plan(request, *comm);
+  r.plan_bytes = cache.last_gather_bytes();
+  for (int i = 0; i < o.repeats; ++i) {
+    cached.push_back(timed(*comm, [&] { cache.plan(request, *comm); }));
+  }
+  r.plan_s = median(plans);
+  r.plan_cached_s = median(cached);
+
+  const std::string dir = o.dir + "/cohort-bench-control-" + std::to_string(::getpid());
+  if (comm->rank() == 0) io::make_directories(dir);
+  comm->barrier();
+  std::string path;
+  r.save_s = timed(*comm, [&] { path = ckpt::save_checkpoint(dir, request, *comm); });
+  if (comm->rank() == 0) {
+    r.manifest_bytes = io::file_bytes(path + "/manifest.json");
+    std::filesystem::remove_all(dir);
+  }
+
+  at::Tensor mine = at::zeros({monitor::kFields}, at::kDouble);
+  at::Tensor all = at::empty({static_cast<std::int64_t>(r.ranks) * monitor::kFields}, at::kDouble);
+  std::vector<double> summaries;
+  for (int i = 0; i < o.repeats; ++i) {
+    summaries.push_back(timed(*comm, [&] { comm->all_gather(all, mine); }));
+  }
+  r.summary_s = median(summaries);
+  r.summary_bytes = all.numel() * static_cast<std::int64_t>(sizeof(double));
+  return r;
+}
+
+}  // namespace cohort::train
