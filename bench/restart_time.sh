@@ -38,7 +38,7 @@ train 5
 for steps in 6 7 8 9 10; do train "$steps"; done  # five restarts, each from the step before
 step=$(cat "$work/run/checkpoints/latest")
 /usr/bin/python3 - "$work/run/metrics.jsonl" "$work/run/checkpoints/$step" "$ranks" "$json" <<'PY'
-import glob, json, os, sys, time
+import glob, json, mmap, os, sys, time
 path, step_dir, ranks, as_json = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4] == "1"
 files = sorted(glob.glob(os.path.join(step_dir, "*.h5")))
 nbytes = sum(os.path.getsize(f) for f in files)
@@ -50,14 +50,18 @@ def raw_read(buffer):  # read(2) of every shard into one warm buffer: what each 
             while view and (n := stream.readinto(view)):
                 view = view[n:]
     return time.perf_counter() - start
-def reader(_):  # one reader: its own buffer, touched before the clock starts; the best of 5
-    buffer = bytearray(b"\1" * max(os.path.getsize(f) for f in files))
+def reader(fresh):  # one reader's best of 5: into a buffer touched before the clock starts, or
+    size = max(os.path.getsize(f) for f in files)  # into new memory each time (what a new
+    if fresh:                                      # process's first read does: anonymous
+        return min(raw_read(mmap.mmap(-1, size)) for _ in range(5))  # pages, not yet touched
+    buffer = bytearray(b"\1" * size)
     return min(raw_read(buffer) for _ in range(5))
-def concurrent_read():  # every rank reads the whole checkpoint, side by side: as many readers
+def concurrent_read(fresh=False):  # every rank reads the whole checkpoint: as many readers at once
     from multiprocessing import Pool
     with Pool(ranks) as pool:
-        return max(pool.map(reader, range(ranks)))
+        return max(pool.map(reader, [fresh] * ranks))
 raw = concurrent_read()
+raw_fresh = concurrent_read(fresh=True)
 starts = [r for r in map(json.loads, open(path)) if r.get("event") == "startup"]
 fresh, restarts = starts[0], starts[1:]
 assert not fresh["resumed"] and len(restarts) == 5 and all(r["resumed"] for r in restarts), starts
@@ -69,7 +73,8 @@ best_load = min(r["checkpoint_load_s"] for r in restarts)
 raw_all = raw
 out = {"ranks": ranks, "checkpoint_bytes": nbytes, "fresh": fresh, "restart": restart,
        "raw_read_s": raw_all, "load_vs_raw_read": restart["checkpoint_load_s"] / raw_all,
-       "best_load_vs_raw_read": best_load / raw_all}
+       "best_load_vs_raw_read": best_load / raw_all, "raw_read_new_memory_s": raw_fresh,
+       "load_vs_raw_read_new_memory": restart["checkpoint_load_s"] / raw_fresh}
 if as_json:
     print(json.dumps(out, indent=2))
     sys.exit(0)
@@ -81,4 +86,6 @@ for key, label in (("to_trainer_s", "exec to trainer"), ("setup_s", "setup (data
     print(f"  {label:22} {fresh[key]:8.3f} {restart[key]:8.3f} s")
 print(f"  raw read of the same bytes (read(2) of every shard, warm, {ranks} readers at once): {raw_all:.3f} s; "
       f"load = {out['load_vs_raw_read']:.2f}x the raw read (best restart {out['best_load_vs_raw_read']:.2f}x; floor 1.5x)")
+print(f"  the same read into new memory (first touch, as a new process's is): {raw_fresh:.3f} s; "
+      f"load = {out['load_vs_raw_read_new_memory']:.2f}x")
 PY

@@ -1,5 +1,3 @@
-#include <sys/mman.h>
-
 #include <ATen/core/grad_mode.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/zeros.h>
@@ -9,6 +7,7 @@
 #include <filesystem>
 
 #include "ckpt/files.hpp"
+#include "ckpt/staging.hpp"
 #include "cohort/ckpt/checkpoint.hpp"
 #include "cohort/ckpt/inspect.hpp"
 #include "cohort/ckpt/reader.hpp"
@@ -39,37 +38,17 @@ std::vector<std::string> candidates(const std::string& dir) {
   return names;
 }
 
-// A buffer the read will touch first, advised onto transparent huge pages where the kernel offers
-// them on request (THP "madvise"): 2 MiB faults cost a fraction of 512 small ones (a 168 MB
-// checkpoint: 41,000), which dominate a load into fresh memory, most of all in a VM.
-void advise_huge_pages(const at::Tensor& buffer) {
-  constexpr std::uintptr_t kHuge = 2u << 20;
-  const auto begin = reinterpret_cast<std::uintptr_t>(buffer.data_ptr());
-  const std::uintptr_t end = begin + static_cast<std::uintptr_t>(buffer.nbytes());
-  const std::uintptr_t first = (begin + kHuge - 1) & ~(kHuge - 1), last = end & ~(kHuge - 1);
-  if (last > first) {  // advice only: a kernel without THP ignores it, and so do we
-    ::madvise(reinterpret_cast<void*>(first), last - first, MADV_HUGEPAGE);
-  }
-}
-
-at::Tensor staging_buffer(const at::Tensor& like) {
-  at::Tensor buffer = at::empty(
-      like.sizes(), like.options().device(at::kCPU).memory_format(at::MemoryFormat::Contiguous));
-  advise_huge_pages(buffer);
-  return buffer;
-}
-
-// Reassembles every wanted tensor from the candidate into fresh buffers; throws IoError naming
+// Reads every wanted tensor of the candidate where `staging` says; throws IoError naming
 // the file and the reason when anything is missing, different or corrupt.
-std::vector<at::Tensor> read_all(CheckpointReader& reader, const std::vector<NamedTensor>& into,
-                                 bool verify, const TensorSource& source) {
+void read_all(CheckpointReader& reader, const std::vector<NamedTensor>& into, bool verify,
+              const TensorSource& source, Staging& staging) {
   const std::string& path = reader.path();
-  std::vector<at::Tensor> result;
-  for (const auto& want : into) {
+  for (std::size_t i = 0; i < into.size(); ++i) {
+    const NamedTensor& want = into[i];
     if (source) {
       at::Tensor buffer = at::empty(want.tensor.sizes(), want.tensor.options().device(at::kCPU));
       if (source(reader, want, buffer, verify)) {
-        result.push_back(buffer);
+        staging.replace(i, buffer);
         continue;
       }
     }
@@ -81,19 +60,13 @@ std::vector<at::Tensor> read_all(CheckpointReader& reader, const std::vector<Nam
     COHORT_CHECK(entry->dtype == dtype && entry->shape == shape, IoError, path,
                  "/manifest.json: tensor '", want.name, "' is ", entry->dtype, " ",
                  c10::IntArrayRef(entry->shape), ", wanted ", dtype, " ", c10::IntArrayRef(shape));
-    // Read into host memory; the caller's copy_ moves it onto the tensor's device. A fresh host
-    // tensor is read into directly (NamedTensor::fresh).
-    const bool direct = want.fresh && want.tensor.device().is_cpu() && want.tensor.is_contiguous();
-    at::Tensor buffer = direct ? want.tensor : staging_buffer(want.tensor);
-    if (direct) advise_huge_pages(buffer);  // not yet touched either
+    const at::Tensor& buffer = staging.buffer(i);  // host memory (staging.hpp)
     if (want.part) {
       reader.read_range(*entry, want.part->offset, want.tensor.numel(), buffer.data_ptr(), verify);
     } else {
       reader.read(*entry, buffer.data_ptr(), verify);
     }
-    result.push_back(buffer);
   }
-  return result;
 }
 
 }  // namespace
@@ -106,16 +79,16 @@ std::optional<LoadedCheckpoint> load_latest(const std::string& dir, std::vector<
     const std::string path = dir + "/" + name;
     LoadedCheckpoint loaded;
     loaded.path = path;
-    std::vector<at::Tensor> buffers;
+    Staging staging(into);
     std::string reason;
     try {
       CheckpointReader reader(path);
       loaded.manifest = reader.manifest();
-      buffers = read_all(reader, into, verify, source);
+      read_all(reader, into, verify, source, staging);
       if (loaded.manifest.world_size == comm.size()) {
         loaded.rank_state = reader.rank_state(comm.rank());
       }
-      if (check) check(loaded, buffers);
+      if (check) check(loaded, staging.buffers());
     } catch (const IoError& e) {
       reason = e.what();
     }
@@ -123,10 +96,7 @@ std::optional<LoadedCheckpoint> load_latest(const std::string& dir, std::vector<
     failed[0] = reason.empty() ? 0 : 1;
     comm.all_reduce(failed);  // a candidate is taken only when every rank could read it
     if (failed.item<std::int64_t>() == 0) {
-      at::NoGradGuard no_grad;  // parameters are leaves that require grad
-      for (std::size_t i = 0; i < into.size(); ++i) {
-        if (!buffers[i].is_same(into[i].tensor)) into[i].tensor.copy_(buffers[i]);
-      }
+      staging.commit(into);
       return loaded;
     }
     if (warnings != nullptr && comm.rank() == 0) {

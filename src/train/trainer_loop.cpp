@@ -11,6 +11,7 @@
 #include "cohort/error.hpp"
 #include "cohort/monitor/monitor.hpp"
 #include "train/model_catalog.hpp"
+#include "train/step.hpp"
 #include "train/trainer_impl.hpp"
 
 namespace cohort::train {
@@ -122,6 +123,55 @@ int Trainer::Impl::evaluate_now(LoopState& loop) {
   loop.steady.exclude(LoopState::Clock::now() - eval_start);
   timer.begin();
   return signal;
+}
+
+// Evaluates when a validation set is given; true when the target metric is reached.
+bool Trainer::Impl::evaluate_and_check(std::int64_t step_index, int& stopped_by) {
+  const std::string& val = config.data.val_path;
+  if (val.empty()) return false;
+  EvalOptions o{task.get(), plan.batch_size, config.data.max_length, config.data.transform,
+                config.data.target};
+  o.read_delay_ms = config.debug.data_delay_ms;
+  o.poll = [this] { return preemption->agreed_signal(); };
+  o.stopped_by = &stopped_by;
+  auto result = evaluate(*parallel, val, o, *control);
+  if (!result) {  // a signal: acted on now, not after the whole evaluation
+    say("eval  step " + std::to_string(step_index) + ": abandoned for " +
+        signal_name_or_deadline(stopped_by));
+    log({{"event", "eval_abandoned"},
+         {"step", step_index},
+         {"signal", signal_name_or_deadline(stopped_by)}});
+    return false;
+  }
+  summary.eval = *result;
+  summary.evaluated = true;
+  const auto& e = summary.eval;
+  say("eval  step " + std::to_string(step_index) + ": " + eval_text(e) + " (" +
+      std::to_string(e.samples) + (e.per_token ? " tokens)" : " samples)"));
+  nlohmann::json record = {
+      {"event", "eval"},        {"step", step_index},         {"loss", e.loss},
+      {"accuracy", e.accuracy}, {"perplexity", e.perplexity}, {"samples", e.samples},
+      {"task", e.task}};
+  for (const auto& [name, value] : e.metrics) record[name] = value;
+  log(std::move(record));
+  const double target = config.train.target_value;
+  switch (config.train.target_metric) {
+    case TargetMetric::kAccuracy:
+      return e.accuracy >= target;
+    case TargetMetric::kLoss:
+      return e.loss <= target;
+    case TargetMetric::kPerplexity:
+      return e.perplexity <= target;
+    case TargetMetric::kMae:
+      return e.metric("mae") <= target;
+    case TargetMetric::kR2:
+      return e.metric("r2") >= target;
+    case TargetMetric::kMicroF1:
+      return e.metric("micro_f1") >= target;
+    case TargetMetric::kNone:
+      break;
+  }
+  return false;
 }
 
 // A signal (or the time limit) agreed at this step: checkpoint, requeue, stop resumable.
