@@ -34,28 +34,10 @@ namespace {
 
 using bench::median;
 
-using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
-double slowest(comm::Communicator& comm, double seconds) {
-  at::Tensor t = at::tensor({seconds}, at::kDouble);
-  comm::CollectiveOptions max;
-  max.op = comm::ReduceOp::kMax;
-  comm.all_reduce(t, max);
-  return t.item<double>();
-}
-
-// Every rank starts after a barrier; the slowest rank's time.
-template <class Body>
-double timed(comm::Communicator& comm, Body&& body) {
-  comm.barrier();
-  const auto start = Clock::now();
-  body();
-  return slowest(comm, seconds_since(start));
-}
+using bench::Clock;
+using bench::seconds_since;
+using bench::slowest;
+using bench::timed;
 
 // A raw read(2) of a file: the baseline a load is compared with (the raw write is the ckpt
 // module's own write_file_synced: write(2) + fsync, nothing else).

@@ -16,20 +16,14 @@
 #include "cohort/error.hpp"
 #include "cohort/io/files.hpp"
 #include "cohort/monitor/summary.hpp"
+#include "train/bench_common.hpp"
 
 namespace cohort::train {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[v.size() / 2];
-}
+using bench::median;
+using bench::slowest;
+using bench::timed;
 
 // T small tensors of this rank's own (pipeline-like: no two ranks share a name).
 ckpt::SaveRequest own_tensors(int rank, int tensors) {
@@ -44,22 +38,6 @@ ckpt::SaveRequest own_tensors(int rank, int tensors) {
   return request;
 }
 
-double max_over_ranks(double value, comm::Communicator& comm) {
-  at::Tensor v = at::full({1}, value, at::kDouble);
-  comm::CollectiveOptions max;
-  max.op = comm::ReduceOp::kMax;
-  comm.all_reduce(v, max);
-  return v.item<double>();
-}
-
-template <typename F>
-double timed(comm::Communicator& comm, F&& f) {
-  comm.barrier();
-  const auto start = Clock::now();
-  f();
-  return max_over_ranks(seconds_since(start), comm);
-}
-
 }  // namespace
 
 ControlBenchResult bench_control(const comm::MpiSession& session, env::Topology topology,
@@ -68,7 +46,7 @@ ControlBenchResult bench_control(const comm::MpiSession& session, env::Topology 
   const double startup = env::seconds_since_process_start();
   auto comm = comm::make_communicator(session, comm::Backend::kMpi, {});
   r.ranks = comm->size();
-  r.startup_s = max_over_ranks(startup, *comm);
+  r.startup_s = slowest(*comm, startup);
   r.verify_s = timed(*comm, [&] { session.verify(topology); });
 
   const auto request = own_tensors(comm->rank(), o.tensors);

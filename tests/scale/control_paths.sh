@@ -1,21 +1,22 @@
 #!/usr/bin/env bash
-# The control paths at 2, 8, 32 and 64 ranks (`cohort bench control --json`, oversubscribed):
+# The control paths at 2, 8, 32 and 64 ranks (`cohort bench control --json`, oversubscribed; a
+# third argument, e.g. "2 3", measures other sizes: mpi.bench_control runs it so in CI):
 # prints the table docs/scaling.md extrapolates from, and checks how each grows with R:
 #  - the checkpoint plan's all-gather moves ~R x (one rank's tensor list) to every rank, while
 #    the plan once per layout moves 8 bytes whatever R;
 #  - the monitor's summary all-gather moves exactly 18 doubles x R to every rank;
 #  - the manifest grows linearly in R (each rank's slices and shard entry), not faster.
 set -euo pipefail
-cohort=$1 work=$2
+cohort=$1 work=$2 sizes=${3:-2 8 32 64}
 rm -rf "$work" && mkdir -p "$work" && cd "$work"
 fail() { echo "FAIL: $*" >&2; exit 1; }
-for r in 2 8 32 64; do
+for r in $sizes; do
   $MPIEXEC $MPIEXEC_FLAGS -np "$r" "$cohort" bench control --json --dir "$work" >"r$r.json" \
     2>"r$r.err" || fail "bench control at $r ranks: $(cat "r$r.err")"
 done
-/usr/bin/python3 - <<'PY'
-import json
-rows = [json.load(open(f"r{r}.json")) for r in (2, 8, 32, 64)]
+/usr/bin/python3 - $sizes <<'PY'
+import json, sys
+rows = [json.load(open(f"r{r}.json")) for r in sys.argv[1:]]
 print(f"{'ranks':>5} {'start-up s':>10} {'verify ms':>9} {'plan ms':>8} {'plan B':>8} "
       f"{'cached ms':>9} {'manifest B':>10} {'summary B':>9} {'summary ms':>10}")
 for x in rows:
@@ -30,5 +31,6 @@ plan = last["plan_bytes"] / first["plan_bytes"]
 manifest = last["manifest_bytes"] / first["manifest_bytes"]
 assert 0.8 * growth <= plan <= 1.25 * growth, f"plan bytes grew {plan:.1f}x for {growth:.0f}x ranks"
 assert manifest <= 1.25 * growth, f"the manifest grew {manifest:.1f}x for {growth:.0f}x ranks"
-print(f"from 2 to 64 ranks: plan bytes x{plan:.1f}, manifest x{manifest:.1f} (linear: x{growth:.0f})")
+print(f"from {first['ranks']} to {last['ranks']} ranks: plan bytes x{plan:.1f}, "
+      f"manifest x{manifest:.1f} (linear: x{growth:.1f})")
 PY

@@ -94,3 +94,16 @@ assert sums(ref) == sums(run), f"{run} differs from the uninterrupted {ref}"
 print(f"{run}: final parameters bit-identical to the uninterrupted run")
 PY
 }
+# ran_without JOB NODE OUT: the job's excluded node list is NODE, and its run after the requeue
+# (restart 1, per OUT) was on two other nodes. Sets `nodes` to where it ran.
+ran_without() {
+  local record excluded
+  record=$(scontrol show job "$1")
+  excluded=$(echo "$record" | grep -o 'ExcNodeList=[^ ]*' | cut -d= -f2)
+  nodes=$(echo "$record" | grep -o ' NodeList=[^ ]*' | cut -d= -f2)
+  [ "$excluded" = "$2" ] || fail "ExcNodeList is '$excluded', not $2"
+  [ "$(scontrol show hostnames "$nodes" | grep -c -x "$2")" = 0 ] ||
+    fail "the requeued job ran on $nodes, the excluded node $2 included"
+  [ "$(scontrol show hostnames "$nodes" | wc -l)" = 2 ] || fail "the requeued job ran on $nodes"
+  grep -qxF "cohort-train: job $1 on $nodes, restart 1" "$3" || fail "no restart on $nodes"
+}

@@ -24,13 +24,7 @@ read -r victim excluded_now <<<"$first"
 [ -n "${victim:-}" ] && [ "$victim" = "$excluded_now" ] ||
   fail "no 'rank 1 (node N) faulty ... requeued job $job (failure 1/3), excluding N' line"
 grep -q "rank 1 on node $victim: device fault:" "$out" || fail "the rank did not say its device fault"
-record=$(scontrol show job "$job")
-excluded=$(echo "$record" | grep -o 'ExcNodeList=[^ ]*' | cut -d= -f2)
-nodes=$(echo "$record" | grep -o ' NodeList=[^ ]*' | cut -d= -f2)
-[ "$excluded" = "$victim" ] || fail "ExcNodeList is '$excluded', not $victim"
-[ "$(scontrol show hostnames "$nodes" | grep -c -x "$victim")" = 0 ] ||
-  fail "the requeued job ran on $nodes, the faulty node $victim included"
-grep -qxF "cohort-train: job $job on $nodes, restart 1" "$out" || fail "no restart on $nodes"
+ran_without "$job" "$victim" "$out"
 grep -q "^resumed from .*/checkpoints/step-00000100" "$out" || fail "the restart did not resume"
 grep -q "^step failed (exit [0-9]*): crash loop: failed again from step-00000100 (at step [0-9]*; the failure before at step [0-9]*) without a newer checkpoint: not requeueing job $job$" "$out" ||
   fail "no crash-loop line"

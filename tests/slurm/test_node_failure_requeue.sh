@@ -40,14 +40,7 @@ grep -v '^  ' "$out"
 [ "$state" = COMPLETED ] || fail "job $job ended $state"
 grep -Eq "^step failed \(exit [0-9]+\): rank 1 \(node $victim\) lost at step [0-9]+ \((not responding|down)\); requeued job $job \(failure 1/3\), excluding $victim; the next run resumes from step-" "$out" ||
   fail "the batch script did not requeue the job excluding $victim"
-record=$(scontrol show job "$job")
-excluded=$(echo "$record" | grep -o 'ExcNodeList=[^ ]*' | cut -d= -f2)
-nodes=$(echo "$record" | grep -o ' NodeList=[^ ]*' | cut -d= -f2)
-[ "$excluded" = "$victim" ] || fail "ExcNodeList is '$excluded', not $victim"
-[ "$(scontrol show hostnames "$nodes" | grep -c -x "$victim")" = 0 ] ||
-  fail "the requeued job ran on $nodes, the dead node $victim included"
-[ "$(scontrol show hostnames "$nodes" | wc -l)" = 2 ] || fail "the requeued job ran on $nodes"
-grep -qxF "cohort-train: job $job on $nodes, restart 1" "$out" || fail "no restart on $nodes"
+ran_without "$job" "$victim" "$out"
 grep -q "^resumed from .*/checkpoints/step-" "$out" || fail "the restart did not resume"
 same_final_state ref nodefail 1360
 echo "node $victim lost: $(( $(date +%s) - killed )) s from the kill to the end of the requeued job on $nodes"
