@@ -1,8 +1,8 @@
 #include "train/checkpointing.hpp"
 
 #include <ATen/CPUGeneratorImpl.h>
-#include <ATen/ops/tensor.h>
 #include <ATen/ops/empty_like.h>
+#include <ATen/ops/tensor.h>
 #include <c10/util/string_utils.h>
 #include <torch/optim/adamw.h>
 #include <torch/optim/sgd.h>

@@ -13,17 +13,19 @@
   do {                                                                                            \
     const ncclResult_t cohort_nccl_rc_ = (call);                                                  \
     if (cohort_nccl_rc_ == ncclUnhandledCudaError) {                                              \
-      COHORT_THROW(::cohort::DeviceError, #call, " failed: ", ncclGetErrorString(cohort_nccl_rc_)); \
+      COHORT_THROW(::cohort::DeviceError, #call,                                                  \
+                   " failed: ", ncclGetErrorString(cohort_nccl_rc_));                             \
     }                                                                                             \
     if (cohort_nccl_rc_ != ncclSuccess) {                                                         \
       COHORT_THROW(::cohort::CommError, #call, " failed: ", ncclGetErrorString(cohort_nccl_rc_)); \
     }                                                                                             \
   } while (false)
 
-#define COHORT_CUDA_CHECK(call)                                                                   \
-  do {                                                                                            \
-    const cudaError_t cohort_cuda_rc_ = (call);                                                   \
-    if (cohort_cuda_rc_ != cudaSuccess) {                                                         \
-      COHORT_THROW(::cohort::DeviceError, #call, " failed: ", cudaGetErrorString(cohort_cuda_rc_)); \
-    }                                                                                             \
+#define COHORT_CUDA_CHECK(call)                                       \
+  do {                                                                \
+    const cudaError_t cohort_cuda_rc_ = (call);                       \
+    if (cohort_cuda_rc_ != cudaSuccess) {                             \
+      COHORT_THROW(::cohort::DeviceError, #call,                      \
+                   " failed: ", cudaGetErrorString(cohort_cuda_rc_)); \
+    }                                                                 \
   } while (false)
