@@ -1,9 +1,7 @@
-#include <ATen/core/grad_mode.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/zeros.h>
 
 #include <algorithm>
-#include <cstdint>
 #include <filesystem>
 
 #include "ckpt/files.hpp"

@@ -5,8 +5,6 @@
 #include <ATen/ops/zeros.h>
 #include <unistd.h>
 
-#include <algorithm>
-#include <chrono>
 #include <filesystem>
 #include <vector>
 
