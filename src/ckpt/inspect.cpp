@@ -131,7 +131,7 @@ std::vector<std::string> verify_checkpoint(const std::string& step_dir) {
       try {
         buffer.resize(static_cast<std::size_t>(s.count) * element);
         reader->second.read(t.name, t.dtype, 0, s.count, buffer.data());
-        if (bytes_checksum(buffer.data(), buffer.size()) != s.checksum) {
+        if (io::bytes_checksum(buffer.data(), buffer.size()) != s.checksum) {
           problems.push_back(file + ": slice " + t.name + " does not match its checksum");
         }
       } catch (const IoError& e) {

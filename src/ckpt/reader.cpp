@@ -7,6 +7,7 @@
 
 #include "cohort/ckpt/inspect.hpp"
 #include "cohort/error.hpp"
+#include "cohort/io/checksum.hpp"
 
 namespace cohort::ckpt {
 namespace {
@@ -20,7 +21,7 @@ void read_slice(ShardReader& reader, const TensorEntry& entry, const SliceEntry&
     reader.read(entry.name, entry.dtype, from, count, at);
     return;
   }
-  StreamingChecksum checksum;
+  io::StreamingChecksum checksum;
   reader.read(entry.name, entry.dtype, from, count, at, checksum);
   COHORT_CHECK(checksum.result() == slice.checksum, IoError, file, ": slice ", entry.name,
                " does not match its checksum");
@@ -85,7 +86,7 @@ void CheckpointReader::read_range(const TensorEntry& entry, std::int64_t offset,
       // The slice's own size, which the shard file was checked to back.
       std::vector<unsigned char> whole(static_cast<std::size_t>(slice.count * element));
       reader.read(entry.name, entry.dtype, 0, slice.count, whole.data());
-      COHORT_CHECK(bytes_checksum(whole.data(), whole.size()) == slice.checksum, IoError, file,
+      COHORT_CHECK(io::bytes_checksum(whole.data(), whole.size()) == slice.checksum, IoError, file,
                    ": slice ", entry.name, " does not match its checksum");
       std::memcpy(at, whole.data() + (begin - slice.offset) * element,
                   static_cast<std::size_t>((end - begin) * element));

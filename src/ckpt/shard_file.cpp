@@ -1,7 +1,5 @@
 #include "cohort/ckpt/shard_file.hpp"
 
-#include <xxhash.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
@@ -14,8 +12,10 @@
 #include "cohort/io/checksum.hpp"
 #include "cohort/io/dtype.hpp"
 #include "cohort/io/files.hpp"
+#include "cohort/io/unique_fd.hpp"
 #include "io/h5/file.hpp"
 #include "io/h5/h5_check.hpp"
+#include "io/h5/row_locator.hpp"
 
 namespace cohort::ckpt {
 namespace {
@@ -40,37 +40,12 @@ void stall_if_asked(hid_t file, const std::string& path, std::int64_t step) {
   std::this_thread::sleep_for(std::chrono::minutes(10));
 }
 
-constexpr std::int64_t kReadPieceBytes = 4 << 20;
+constexpr std::int64_t kReadPieceBytes = 1 << 20;  // stays in L2 to be hashed
 
 }  // namespace
 
 std::int64_t dtype_bytes(const std::string& dtype) {
   return static_cast<std::int64_t>(io::dtype_size(storage_of(dtype)));
-}
-
-std::string bytes_checksum(const void* data, std::size_t bytes) {
-  return io::format_checksum(XXH3_64bits(data, bytes));
-}
-
-struct StreamingChecksum::State {
-  struct Free {
-    void operator()(XXH3_state_t* s) const noexcept { XXH3_freeState(s); }
-  };
-  std::unique_ptr<XXH3_state_t, Free> xxh{XXH3_createState()};
-};
-
-StreamingChecksum::StreamingChecksum() : state_(std::make_unique<State>()) {
-  COHORT_CHECK(state_->xxh != nullptr, Error, "XXH3_createState failed");
-  XXH3_64bits_reset(state_->xxh.get());
-}
-StreamingChecksum::~StreamingChecksum() = default;
-
-void StreamingChecksum::add(const void* data, std::size_t bytes) {
-  XXH3_64bits_update(state_->xxh.get(), data, bytes);
-}
-
-std::string StreamingChecksum::result() const {
-  return io::format_checksum(XXH3_64bits_digest(state_->xxh.get()));
 }
 
 std::vector<std::string> write_shard(const std::string& path, const ShardHeader& header,
@@ -95,7 +70,7 @@ std::vector<std::string> write_shard(const std::string& path, const ShardHeader&
       const std::string where = path + ": slice " + s.name;
       const io::DType type = storage_of(s.dtype);
       const std::size_t bytes = static_cast<std::size_t>(s.count) * io::dtype_size(type);
-      checksums.push_back(bytes_checksum(s.data, bytes));
+      checksums.push_back(io::bytes_checksum(s.data, bytes));
       h5::Hid set = h5::create_dataset(file.get(), "slices/" + s.name, type, s.count, {}, 0, where);
       h5::write_rows(set.get(), 0, s.count, type, s.data, where);
       h5::write_attribute(set.get(), "offset", s.offset, where);
@@ -116,12 +91,14 @@ std::vector<std::string> write_shard(const std::string& path, const ShardHeader&
 struct ShardReader::Impl {
   std::string path;
   h5::Hid file;
+  UniqueFd fd;  // the same file, for pread(2) of slices
   ShardHeader header;
 };
 
 ShardReader::ShardReader(const std::string& path) : impl_(std::make_unique<Impl>()) {
   impl_->path = path;
   impl_->file = h5::open_file(path);
+  impl_->fd = UniqueFd::open_read_only(path);
   const auto format = h5::read_string_attribute(impl_->file.get(), "format", path);
   COHORT_CHECK(format && *format == kShardFormat, IoError, path,
                ": not a Cohort checkpoint shard (attribute 'format')");
@@ -148,12 +125,12 @@ void ShardReader::read(const std::string& name, const std::string& dtype, std::i
 }
 
 void ShardReader::read(const std::string& name, const std::string& dtype, std::int64_t from,
-                       std::int64_t count, void* out, StreamingChecksum& sink) const {
+                       std::int64_t count, void* out, io::StreamingChecksum& sink) const {
   read_checked(name, dtype, from, count, out, &sink);
 }
 
 void ShardReader::read_checked(const std::string& name, const std::string& dtype, std::int64_t from,
-                               std::int64_t count, void* out, StreamingChecksum* sink) const {
+                               std::int64_t count, void* out, io::StreamingChecksum* sink) const {
   const std::string where = impl_->path + ": slice " + name;
   h5::Hid set = h5::open_dataset(impl_->file.get(), "slices/" + name, where);
   const auto stored = h5::read_string_attribute(set.get(), "dtype", where);
@@ -167,16 +144,28 @@ void ShardReader::read_checked(const std::string& name, const std::string& dtype
                IoError, where, ": ", count, " elements from ", from,
                " are outside what it stores (shape ", shape_text(extent), ")");
   const io::DType type = storage_of(dtype);
+  // Slices are contiguous datasets of the native type: read with pread(2) (no HDF5 call per
+  // piece, and no lock: a loader thread's HDF5 reads go on meanwhile). Anything else (a file
+  // rewritten by another tool) reads through HDF5.
+  const auto locator = h5::RowLocator::build(set.get(), type, where);
+  const auto read = [&](std::int64_t first, std::int64_t n, void* at) {
+    if (locator) {
+      locator->read(impl_->fd.get(), {h5::Run{first, n}}, at, where);
+    } else {
+      h5::read_runs(set.get(), {h5::Run{first, n}}, type, at, H5P_DEFAULT, false, where);
+    }
+  };
   if (sink == nullptr) {
-    h5::read_runs(set.get(), {h5::Run{from, count}}, type, out, H5P_DEFAULT, false, where);
+    read(from, count, out);
     return;
   }
+  // Hashed piece by piece while each piece is still in the cache.
   const auto element = static_cast<std::int64_t>(io::dtype_size(type));
   const std::int64_t piece = std::max<std::int64_t>(1, kReadPieceBytes / element);
   for (std::int64_t done = 0; done < count; done += piece) {
     const std::int64_t n = std::min(piece, count - done);
     void* at = static_cast<unsigned char*>(out) + done * element;
-    h5::read_runs(set.get(), {h5::Run{from + done, n}}, type, at, H5P_DEFAULT, false, where);
+    read(from + done, n, at);
     sink->add(at, static_cast<std::size_t>(n * element));
   }
 }

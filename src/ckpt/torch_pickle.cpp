@@ -67,16 +67,7 @@ class TorchZip {
   }
 
   void read(std::uint64_t offset, std::uint64_t bytes, void* out) {
-    auto* p = static_cast<char*>(out);
-    while (bytes > 0) {
-      const ssize_t n = ::pread(fd_.get(), p, bytes, static_cast<off_t>(offset));
-      if (n < 0 && errno == EINTR) continue;
-      COHORT_CHECK(n > 0, IoError, path_, ": cannot read at ", offset, ": ",
-                   n == 0 ? "end of file" : std::strerror(errno));
-      p += n;
-      offset += static_cast<std::uint64_t>(n);
-      bytes -= static_cast<std::uint64_t>(n);
-    }
+    io::read_at(fd_.get(), static_cast<std::int64_t>(offset), out, bytes, path_);
   }
   const std::string& path() const { return path_; }
 

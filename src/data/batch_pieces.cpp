@@ -9,6 +9,7 @@
 
 #include "cohort/data/dataset.hpp"
 #include "cohort/error.hpp"
+#include "cohort/io/files.hpp"
 #include "io/h5/file.hpp"
 
 namespace cohort::data {
@@ -89,18 +90,10 @@ std::int64_t pieces_read(const BatchPieces& pieces, std::vector<std::vector<char
     const auto& batch = pieces.batches[b];
     char* at = buffers[next++ % buffers.size()].data();
     for (const auto& read : batch) {
-      std::size_t left = read.extent.bytes;
-      auto address = static_cast<off_t>(read.extent.address);
-      while (left > 0) {
-        const ssize_t got = ::pread(pieces.fds[read.shard].get(), at, left, address);
-        if (got < 0 && errno == EINTR) continue;
-        COHORT_CHECK(got > 0, IoError, "bench io: pread: ",
-                     got == 0 ? std::string("file ends early") : std::strerror(errno));
-        at += got;
-        address += got;
-        left -= static_cast<std::size_t>(got);
-        total += got;
-      }
+      io::read_at(pieces.fds[read.shard].get(), static_cast<std::int64_t>(read.extent.address), at,
+                  read.extent.bytes, "bench io: shard " + std::to_string(read.shard));
+      at += read.extent.bytes;
+      total += static_cast<std::int64_t>(read.extent.bytes);
     }
   }
   return total;

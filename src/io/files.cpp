@@ -125,6 +125,19 @@ std::int64_t file_bytes(const std::string& path) {
   return static_cast<std::int64_t>(bytes);
 }
 
+void read_at(int fd, std::int64_t offset, void* out, std::size_t bytes, const std::string& path) {
+  auto* at = static_cast<char*>(out);
+  while (bytes > 0) {
+    const ssize_t got = ::pread(fd, at, bytes, static_cast<off_t>(offset));
+    if (got < 0 && errno == EINTR) continue;
+    COHORT_CHECK(got > 0, IoError, path, ": cannot read at ", offset, ": ",
+                 got == 0 ? "the file ends there (truncated?)" : std::strerror(errno));
+    at += got;
+    offset += got;
+    bytes -= static_cast<std::size_t>(got);
+  }
+}
+
 void make_directories(const std::string& path) {
   std::error_code error;
   std::filesystem::create_directories(path, error);

@@ -102,7 +102,9 @@ struct Trainer::Impl {
   TrainSummary summary;
 
   Impl(const Config& c, const comm::MpiSession& s)
-      : config(c), session(s), started{env::seconds_since_process_start(), Clock::now()} {}
+      : config(c),
+        session(s),
+        started{env::seconds_since_process_start(), Clock::now(), {}, 0, {}} {}
 
   // setup (trainer.cpp)
   void setup();

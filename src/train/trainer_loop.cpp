@@ -129,8 +129,12 @@ int Trainer::Impl::evaluate_now(LoopState& loop) {
 bool Trainer::Impl::evaluate_and_check(std::int64_t step_index, int& stopped_by) {
   const std::string& val = config.data.val_path;
   if (val.empty()) return false;
-  EvalOptions o{task.get(), plan.batch_size, config.data.max_length, config.data.transform,
-                config.data.target};
+  EvalOptions o;
+  o.task = task.get();
+  o.batch_size = plan.batch_size;
+  o.max_length = config.data.max_length;
+  o.transform = config.data.transform;
+  o.target = config.data.target;
   o.read_delay_ms = config.debug.data_delay_ms;
   o.poll = [this] { return preemption->agreed_signal(); };
   o.stopped_by = &stopped_by;

@@ -128,6 +128,29 @@ def inner_dims(d):
 hostile_everywhere("slice-with-inner-dims", inner_dims, ["model.fc0.bias", "outside"])
 
 
+# Not hostile: a slice rewritten by another tool, big-endian in compressed chunks, holds the same
+# values; it is read through HDF5 instead of pread(2) at its offset, its checksum (of the native
+# bytes) matches: export and the resume take the checkpoint, while `ckpt verify` still says that
+# the shard is not the file Cohort wrote (its size).
+def rewritten_by_h5py(d):
+    with h5py.File(f"{d}/{NEWEST}/shard-00000-of-00001.h5", "a") as f:
+        name = "slices/model.fc0.weight"
+        attrs, values = dict(f[name].attrs), f[name][...]
+        del f[name]
+        f.create_dataset(name, data=values.astype(">f4"), chunks=(64,), compression="gzip")
+        for k, v in attrs.items():
+            f[name].attrs[k] = v
+
+
+d = copy_run("rewritten-by-h5py")
+rewritten_by_h5py(d)
+run("rewritten-by-h5py: ckpt export", ["ckpt", "export", f"{d}/{NEWEST}", "-o", "rewritten.pt"], 0,
+    ["4 tensors"])
+run("rewritten-by-h5py: ckpt verify", ["ckpt", "verify", f"{d}/{NEWEST}"], 3,
+    ["shard-00000-of-00001.h5", "the manifest says"])
+train("rewritten-by-h5py", needles=(f"resumed from {d}/{NEWEST}",))
+
+
 # Garbage rank_state (the random generator's bytes): refused, the previous checkpoint taken.
 def garbage_rank_state(d):
     with h5py.File(f"{d}/{NEWEST}/shard-00000-of-00001.h5", "a") as f:

@@ -6,14 +6,17 @@
 // as text, "[40, 20]"); /rank_state, this rank's own resume state (sampler position, RNG states) as
 // opaque bytes. bfloat16 is stored as uint16 with dtype = "bfloat16"; bool as uint8. write_shard()
 // creates the file, writes it whole, closes it and fsyncs it, and returns each slice's checksum
-// (xxh3-64 of its bytes, as the manifest records them). HDF5 goes through the data module's layer
-// (Hid, COHORT_H5_CHECK, the process-wide lock).
+// (xxh3-64 of its bytes, as the manifest records them). HDF5 goes through the io module's layer
+// (Hid, COHORT_H5_CHECK, the process-wide lock); a slice stored as written (contiguous, native
+// type) is read with pread(2) at its offset (h5::RowLocator), hashed piece by piece as it arrives.
 #pragma once
 
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
+
+#include "cohort/io/checksum.hpp"
 
 namespace cohort::ckpt {
 
@@ -33,22 +36,6 @@ struct ShardHeader {
 };
 
 std::int64_t dtype_bytes(const std::string& dtype);  // throws IoError for an unknown dtype
-std::string bytes_checksum(const void* data, std::size_t bytes);  // "xxh3-64:<16 hex>"
-
-// bytes_checksum() of bytes that arrive in pieces (the same result as of them all at once).
-class StreamingChecksum {
- public:
-  StreamingChecksum();
-  ~StreamingChecksum();
-  StreamingChecksum(const StreamingChecksum&) = delete;
-  StreamingChecksum& operator=(const StreamingChecksum&) = delete;
-  void add(const void* data, std::size_t bytes);
-  std::string result() const;
-
- private:
-  struct State;
-  std::unique_ptr<State> state_;
-};
 
 std::vector<std::string> write_shard(const std::string& path, const ShardHeader& header,
                                      const std::vector<ShardSlice>& slices,
@@ -69,13 +56,13 @@ class ShardReader {
   // The same, read in pieces of at most 4 MiB, each handed to `sink` right after it arrived
   // (while it is still in the cache: a checksum then costs little more than the read).
   void read(const std::string& name, const std::string& dtype, std::int64_t from,
-            std::int64_t count, void* out, StreamingChecksum& sink) const;
+            std::int64_t count, void* out, io::StreamingChecksum& sink) const;
   std::int64_t slice_offset(const std::string& name) const;
   std::string rank_state() const;
 
  private:
   void read_checked(const std::string& name, const std::string& dtype, std::int64_t from,
-                    std::int64_t count, void* out, StreamingChecksum* sink) const;
+                    std::int64_t count, void* out, io::StreamingChecksum* sink) const;
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

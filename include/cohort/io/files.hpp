@@ -41,6 +41,9 @@ std::string read_small_file(const std::string& path, std::size_t limit);
 
 // Size in bytes.
 std::int64_t file_bytes(const std::string& path);
+// pread(2) of exactly `bytes` at `offset` (a short read continues; the end of the file or an
+// error is an IoError naming `path`).
+void read_at(int fd, std::int64_t offset, void* out, std::size_t bytes, const std::string& path);
 // mkdir -p.
 void make_directories(const std::string& path);
 

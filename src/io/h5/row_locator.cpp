@@ -1,12 +1,8 @@
 #include "io/h5/row_locator.hpp"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
-#include <cstring>
 
+#include "cohort/io/files.hpp"
 #include "io/h5/h5_check.hpp"
 
 namespace cohort::io::h5 {
@@ -98,15 +94,8 @@ void RowLocator::read(int fd, const std::vector<Run>& runs, void* out,
                       const std::string& where) const {
   auto* at = static_cast<unsigned char*>(out);
   for_each_extent(runs, where, [&](Extent piece) {
-    while (piece.bytes > 0) {
-      const ssize_t got = ::pread(fd, at, piece.bytes, static_cast<off_t>(piece.address));
-      if (got < 0 && errno == EINTR) continue;
-      COHORT_CHECK(got > 0, IoError, where, ": ",
-                   got == 0 ? std::string("file ends early (truncated?)") : std::strerror(errno));
-      at += got;
-      piece.address += static_cast<std::uint64_t>(got);
-      piece.bytes -= static_cast<std::size_t>(got);
-    }
+    read_at(fd, static_cast<std::int64_t>(piece.address), at, piece.bytes, where);
+    at += piece.bytes;
   });
 }
 

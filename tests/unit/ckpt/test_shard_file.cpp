@@ -35,7 +35,7 @@ BOOST_AUTO_TEST_CASE(slices_and_rank_state_round_trip) {
                                  {"emb.weight", "bfloat16", {3}, 0, 3, half.data()}},
                                 state);
   BOOST_TEST(sums.size() == 3u);
-  BOOST_TEST(sums[0] == cohort::ckpt::bytes_checksum(weight.data(), 700 * 4));
+  BOOST_TEST(sums[0] == cohort::io::bytes_checksum(weight.data(), 700 * 4));
 
   ShardReader reader(dir.file("s.h5"));
   BOOST_TEST(reader.header().rank == 1);

@@ -1,11 +1,14 @@
 #include <unistd.h>
+#include <xxhash.h>  // the plain (SSE2) XXH3, as the reference
 
+#include <algorithm>
 #include <boost/test/unit_test.hpp>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <string>
+#include <vector>
 
 #include "cohort/error.hpp"
 #include "cohort/io/checksum.hpp"
@@ -113,6 +116,28 @@ BOOST_AUTO_TEST_CASE(checksums_round_trip_and_refuse_malformed_text) {
   BOOST_CHECK_THROW(io::parse_checksum("xxh3-64:0123"), cohort::IoError);
   BOOST_CHECK_THROW(io::parse_checksum("md5:0123456789abcdef"), cohort::IoError);
   BOOST_CHECK_THROW(io::parse_checksum("xxh3-64:0123456789ABCDEF"), cohort::IoError);
+}
+
+// The checksums go through libxxhash's run-time dispatch (AVX2/AVX-512 where the CPU has them):
+// every length class of XXH3 (0-16, 17-128, 129-240, long, past one 1 KiB stripe block) and
+// arbitrary piece boundaries give the plain library's value, which checkpoints written before
+// (and on machines without those units) carry.
+BOOST_AUTO_TEST_CASE(checksums_match_the_plain_xxh3_in_one_piece_and_in_many) {
+  BOOST_TEST(io::bytes_checksum("", 0) == "xxh3-64:2d06800538d394c2");  // the published value
+  std::vector<unsigned char> bytes((5u << 20) + 13);
+  std::uint32_t state = 7;
+  for (auto& b : bytes)
+    b = static_cast<unsigned char>((state = state * 1664525u + 1013904223u) >> 24);
+  for (const std::size_t n : {1u, 3u, 16u, 17u, 128u, 129u, 240u, 241u, 1024u, 1025u, 65537u,
+                              static_cast<unsigned>(bytes.size())}) {
+    const std::string plain = io::format_checksum(XXH3_64bits(bytes.data(), n));
+    BOOST_TEST(io::bytes_checksum(bytes.data(), n) == plain);
+    io::StreamingChecksum pieces;
+    for (std::size_t at = 0, piece = 1; at < n; at += piece, piece = piece * 3 + 5) {
+      pieces.add(bytes.data() + at, std::min(piece, n - at));
+    }
+    BOOST_TEST(pieces.result() == plain, "length " << n);
+  }
 }
 
 BOOST_AUTO_TEST_SUITE_END()
