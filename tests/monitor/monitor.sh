@@ -25,7 +25,10 @@ else
 fi
 grep -q '^cohort_step{job="local",run="plain"} 128$' plain/metrics.prom || fail "metrics.prom: $(head plain/metrics.prom)"
 
-# The live endpoint: a run slowed to a few seconds, scraped while it trains.
+# The live endpoint: a run slowed to a few seconds, scraped while it trains. live.log exists
+# before the background run opens it: a loaded machine can poll before the fork redirects, and a
+# sed of a missing file would end this script (set -e).
+: >live.log
 run live --set monitor.http_port=0 --set debug.data_delay_ms=15 >live.log 2>&1 &
 pid=$!
 port=""
