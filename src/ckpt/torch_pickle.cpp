@@ -6,9 +6,7 @@
 #include <ATen/ops/empty.h>
 #include <c10/util/Exception.h>
 #include <caffe2/serialize/inline_container.h>
-#include <unistd.h>
 
-#include <cstring>
 #include <map>
 #include <memory>
 #include <string>

@@ -1,10 +1,7 @@
 #include "data/batch_pieces.hpp"
 
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
-#include <cstring>
+#include <string>
 #include <tuple>
 
 #include "cohort/data/dataset.hpp"
@@ -84,6 +81,10 @@ std::optional<BatchPieces> batch_pieces(const std::string& path, std::int64_t ba
 
 std::int64_t pieces_read(const BatchPieces& pieces, std::vector<std::vector<char>>& buffers,
                          std::size_t first, std::size_t stride) {
+  std::vector<std::string> names;  // for errors, made once rather than per read
+  for (std::size_t shard = 0; shard < pieces.fds.size(); ++shard) {
+    names.push_back("bench io: shard " + std::to_string(shard));
+  }
   std::int64_t total = 0;
   std::size_t next = 0;
   for (std::size_t b = first; b < pieces.batches.size(); b += stride) {
@@ -91,7 +92,7 @@ std::int64_t pieces_read(const BatchPieces& pieces, std::vector<std::vector<char
     char* at = buffers[next++ % buffers.size()].data();
     for (const auto& read : batch) {
       io::read_at(pieces.fds[read.shard].get(), static_cast<std::int64_t>(read.extent.address), at,
-                  read.extent.bytes, "bench io: shard " + std::to_string(read.shard));
+                  read.extent.bytes, names[read.shard]);
       at += read.extent.bytes;
       total += static_cast<std::int64_t>(read.extent.bytes);
     }

@@ -1,7 +1,5 @@
 #include "cohort/train/config.hpp"
 
-#include <xxhash.h>
-
 #include <algorithm>
 #include <boost/program_options/options_description.hpp>
 #include <boost/program_options/parsers.hpp>
@@ -324,7 +322,7 @@ std::string Config::hash() const {
   for (const KeySpec* spec : resolved_specs()) {
     keys += full_name(*spec) + "=" + text_.at(full_name(*spec)) + "\n";
   }
-  return io::format_checksum(XXH3_64bits(keys.data(), keys.size()));
+  return io::bytes_checksum(keys.data(), keys.size());
 }
 
 std::vector<const KeySpec*> Config::resolved_specs() const {

@@ -53,7 +53,7 @@ class ShardReader {
   // Elements [from, from + count) of the slice stored for `name`, as `dtype` (must match).
   void read(const std::string& name, const std::string& dtype, std::int64_t from,
             std::int64_t count, void* out) const;
-  // The same, read in pieces of at most 4 MiB, each handed to `sink` right after it arrived
+  // The same, read in pieces of at most 1 MiB, each handed to `sink` right after it arrived
   // (while it is still in the cache: a checksum then costs little more than the read).
   void read(const std::string& name, const std::string& dtype, std::int64_t from,
             std::int64_t count, void* out, io::StreamingChecksum& sink) const;

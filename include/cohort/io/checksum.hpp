@@ -12,6 +12,7 @@ namespace cohort::io {
 std::string format_checksum(std::uint64_t hash);
 // The hash of a "xxh3-64:<16 lower-case hex digits>" text; IoError quoting it otherwise.
 std::uint64_t parse_checksum(const std::string& text);
+// "xxh3-64:<16 hex digits>" of the bytes.
 std::string bytes_checksum(const void* data, std::size_t bytes);
 
 // bytes_checksum() of bytes that arrive in pieces (the same result as of them all at once).
