@@ -13,10 +13,8 @@
 #include "cohort/error.hpp"
 
 namespace cohort::ckpt {
-namespace {
 
-// Step directories to try, newest first: the one `latest` names, then the others by step.
-std::vector<std::string> candidates(const std::string& dir) {
+std::vector<std::string> checkpoint_candidates(const std::string& dir) {
   std::vector<std::string> names;
   std::error_code error;
   for (const auto& entry : std::filesystem::directory_iterator(dir, error)) {
@@ -35,6 +33,8 @@ std::vector<std::string> candidates(const std::string& dir) {
   }
   return names;
 }
+
+namespace {
 
 // Reads every wanted tensor of the candidate where `staging` says; throws IoError naming
 // the file and the reason when anything is missing, different or corrupt.
@@ -73,7 +73,7 @@ std::optional<LoadedCheckpoint> load_latest(const std::string& dir, std::vector<
                                             comm::Communicator& comm, bool verify,
                                             std::FILE* warnings, const CandidateCheck& check,
                                             const TensorSource& source) {
-  for (const auto& name : candidates(dir)) {
+  for (const auto& name : checkpoint_candidates(dir)) {
     const std::string path = dir + "/" + name;
     LoadedCheckpoint loaded;
     loaded.path = path;

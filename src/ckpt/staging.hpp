@@ -1,6 +1,7 @@
 // Where load_latest() reads a candidate checkpoint's tensors before it knows the candidate good,
 // and how they reach the wanted tensors once every rank has read and verified it (the commit):
-//  - a fresh host tensor (NamedTensor::fresh: made only to be filled) is read in place;
+//  - a fresh host tensor (NamedTensor::fresh: made only to be filled, or holding values its owner
+//    can make again) is read in place;
 //  - a host tensor that alone fills its storage (a parameter or a buffer that owns its memory) is
 //    read into a new storage of the same size, and the commit exchanges the two storages' memory:
 //    no copy, and every view of the storage sees the loaded values as after a copy_ (the old

@@ -268,6 +268,10 @@ void DistributedDataParallel::broadcast_buffers() {
   for (auto& b : s.buffers) s.comm->broadcast(b, 0);
 }
 
+void DistributedDataParallel::broadcast_state() {
+  if (!state_->lone) broadcast_state(*state_);
+}
+
 void DistributedDataParallel::finish_step() {
   State& s = *state_;
   if (!s.sync && s.options.zero < 2) return;

@@ -154,7 +154,9 @@ void TrainCheckpoints::add_layouts(std::vector<ckpt::NamedTensor>& out) const {
   }
 }
 
-std::vector<ckpt::NamedTensor> TrainCheckpoints::tensors(bool create_optimizer_state) {
+// `initial_values`: the model holds values set_initial_values()'s `remake` makes again.
+std::vector<ckpt::NamedTensor> TrainCheckpoints::tensors(bool create_optimizer_state,
+                                                         bool initial_values) {
   std::vector<ckpt::NamedTensor> out;
   adamw_steps_.clear();
   if (part_values_) {
@@ -168,8 +170,12 @@ std::vector<ckpt::NamedTensor> TrainCheckpoints::tensors(bool create_optimizer_s
     // holds none of it; frozen ones stay whole.
     if (part_values_ && p.value().requires_grad()) continue;
     out.push_back({"model." + saved_name(p.key()), p.value()});
+    out.back().fresh = initial_values;
   }
-  for (const auto& b : model_.named_buffers()) out.push_back({"model." + b.key(), b.value()});
+  for (const auto& b : model_.named_buffers()) {
+    out.push_back({"model." + b.key(), b.value()});
+    out.back().fresh = initial_values;
+  }
   if (!parts_.empty()) {
     for (const auto& part : parts_) add_optimizer_state(part, false, create_optimizer_state, out);
     return out;
@@ -235,10 +241,12 @@ std::optional<ResumePoint> TrainCheckpoints::resume(std::int64_t batch_size, std
                    dir_.c_str());
     }
   }
-  comm_->barrier();  // nobody looks at the directory while rank 0 cleans it
+  comm_->barrier();                        // nobody looks at the directory while rank 0 cleans it
+  const auto remake = std::move(remake_);  // for this resume() alone
+  remake_ = nullptr;
   if (!options_.resume) return std::nullopt;
   check_tensor_split();
-  auto wanted = tensors(/*create_optimizer_state=*/true);
+  auto wanted = tensors(/*create_optimizer_state=*/true, /*initial_values=*/remake != nullptr);
   at::Tensor position = at::zeros({4}, at::kLong);
   wanted.push_back({"trainer.position", position});
   const std::int64_t global_batch = batch_size * (data_ > 0 ? data_ : comm_->size());
@@ -259,6 +267,8 @@ std::optional<ResumePoint> TrainCheckpoints::resume(std::int64_t batch_size, std
                                         tensor_reshard_source(split_, tensor_));
   if (!loaded) {
     optimizer_.state().clear();  // a fresh start: the optimizer creates its own state
+    // A candidate may have been read into the model half-way: its initial values made again.
+    if (remake && !ckpt::checkpoint_candidates(dir_).empty()) remake();
     return std::nullopt;
   }
   for (auto& [state, tensor] : adamw_steps_) state->step(tensor.item<std::int64_t>());

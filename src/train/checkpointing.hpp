@@ -110,11 +110,17 @@ class TrainCheckpoints {
     parts_ = std::move(parts);
     part_values_ = values;
   }
+  // The model's parameters and buffers hold the values they were built with, and `remake` makes
+  // those again in place (collective where building the model is). The next resume() then reads
+  // them in place, as it does the optimizer state it creates, instead of into new memory that
+  // only replaces them once the whole candidate is verified; and it calls `remake` when a
+  // checkpoint was tried and none loaded. For that resume() alone: set it before any step.
+  void set_initial_values(std::function<void()> remake) { remake_ = std::move(remake); }
   // True while an asynchronous save (or a retention pass) is still running.
   bool in_flight() const { return writing_.load(std::memory_order_acquire); }
 
  private:
-  std::vector<ckpt::NamedTensor> tensors(bool create_optimizer_state);
+  std::vector<ckpt::NamedTensor> tensors(bool create_optimizer_state, bool initial_values = false);
   void add_layouts(std::vector<ckpt::NamedTensor>& out) const;
   void add_optimizer_state(const OptimizedPart& part, bool whole, bool create,
                            std::vector<ckpt::NamedTensor>& out);
@@ -148,6 +154,7 @@ class TrainCheckpoints {
   std::vector<OptimizedPart> parts_;  // empty: the model's trainable parameters, whole
   OnCommitted on_committed_;
   std::function<void()> before_save_;
+  std::function<void()> remake_;  // set_initial_values()
 };
 
 }  // namespace cohort::train

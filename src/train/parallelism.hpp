@@ -68,7 +68,10 @@ class Parallelism {
   // it), so that no rank holds the whole model.
   void attach(std::shared_ptr<Model> model, const at::Tensor& sample, ddp::DdpOptions ddp,
               int recompute = 0, Materializer* materializer = nullptr);
-  torch::nn::Module& trained();                  // what the optimizer and checkpoints see
+  torch::nn::Module& trained();  // what the optimizer and checkpoints see
+  // The model as attach() took it, when this rank trains it so (no stage kept: not pipelined,
+  // placed on devices, recomputed or under ZeRO 3); nullptr otherwise.
+  Model* whole_model() { return stage_ ? nullptr : model_.get(); }
   at::Tensor forward(const at::Tensor& inputs);  // the trained module
   // A batch: forward() of its inputs, or the model's forward_fields() for a field dataset (whose
   // model runs whole on one device: ConfigError at attach() otherwise).

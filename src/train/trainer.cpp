@@ -119,6 +119,9 @@ void Trainer::Impl::setup() {
   // BatchNorm statistics move on each rank's own batch after DDP's broadcast: a save takes rank
   // 0's (what the next step would broadcast anyway), not a mix of the ranks' values.
   checkpoints->set_before_save([this] { parallel->ddp().broadcast_buffers(); });
+  if (initial.generator.defined() && parallel->whole_model() != nullptr) {
+    checkpoints->set_initial_values([this] { remake_initial_values(); });
+  }
   if (parallel->sharded()) {
     const auto params = parallel->trained().parameters();
     std::vector<OptimizedPart> parts;
@@ -190,9 +193,10 @@ void Trainer::Impl::build_model(const data::DatasetInfo& info) {
   input.skeleton = own;
   std::optional<SkeletonScope> skeleton;
   if (own) skeleton.emplace();
+  if (!own) initial.record(input);
   auto model = train::build_model(config.model, input);
   skeleton.reset();
-  if (!config.model.init_from.empty()) init_from(*model);
+  if (!config.model.init_from.empty() && init_from(*model)) initial.generator = at::Tensor();
   if (!config.model.freeze.empty()) freeze_parameters(*model, config.model.freeze);
   group_parameters(named_parameters(*model), config.optim.lr_scale, true);  // each regex matches
   // Field models take named fields, not one sample tensor: their first loss() checks instead.
@@ -220,15 +224,17 @@ void Trainer::Impl::build_model(const data::DatasetInfo& info) {
 
 // model.init_from, unless the run resumes (its checkpoint holds the weights; the pretrained file
 // need not be there any more when a requeued job comes back).
-void Trainer::Impl::init_from(Model& model) {
+// Returns whether it read the file.
+bool Trainer::Impl::init_from(Model& model) {
   const std::string dir = config.checkpoint_dir();
   std::error_code error;
   if (config.checkpoint.resume && std::filesystem::is_directory(dir, error) &&
       !ckpt::list_checkpoints(dir).empty()) {
     init_line = "init_from " + config.model.init_from + ": not read, the run resumes from " + dir;
-    return;
+    return false;
   }
   init_line = init_weights(model, config.model).text();
+  return true;
 }
 
 // The model's output for one sample against the task's targets, before any step (eval mode: no

@@ -111,7 +111,15 @@ struct Trainer::Impl {
   void make_loader();
   void build_model(const data::DatasetInfo& info);
   void check_model_output(Model& model, const at::Tensor& sample);
-  void init_from(Model& model);
+  bool init_from(Model& model);
+  // What the model was first built from; `generator` undefined: its values cannot be made again
+  // (model.init_from read, or a rank's own part materialised). initial_values.cpp.
+  struct InitialValues {
+    ModelInput input;
+    at::Tensor generator;  // the CPU generator's state before the model was built
+    void record(const ModelInput& built_from);  // just before it is built
+  } initial;
+  void remake_initial_values();
   void plan_run();
   // the loop (trainer.cpp)
   TrainSummary run();

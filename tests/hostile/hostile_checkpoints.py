@@ -163,6 +163,36 @@ garbage_rank_state(d)
 train("garbage-rank-state", needles=("rank_state", f"resumed from {d}/{PREVIOUS}"))
 
 
+# Every checkpoint found corrupt in the last tensor a load reads (trainer.position): by then a
+# restarting run has read the model and the momentum into its own tensors (in place: its initial
+# values, which it can make again). No candidate loads, so the run must start as if there were no
+# checkpoint: trained again from its initial values, bit-identical to the good run (same config).
+def corrupt_position_everywhere(d):
+    for step in os.listdir(d):
+        if step.startswith("step-"):
+            with h5py.File(f"{d}/{step}/shard-00000-of-00001.h5", "a") as f:
+                f["slices/trainer.position"][0] += 1
+
+
+d = copy_run("late-corruption")
+corrupt_position_everywhere(d)
+proc = train("late-corruption", needles=(f"skipping checkpoint {d}/{NEWEST}",
+                                         f"skipping checkpoint {d}/step-00000008",
+                                         "does not match its checksum"))
+if proc is not None and b"resumed from" in proc.stdout + proc.stderr:
+    failures.append("late-corruption: the run resumed from a corrupt checkpoint")
+slices = {t["name"]: [s_["checksum"] for s_ in t["slices"]]
+          for t in manifest_of(d)["tensors"] if not t["name"].startswith("trainer.")}
+good = {t["name"]: [s_["checksum"] for s_ in t["slices"]]
+        for t in manifest_of(GOOD)["tensors"] if not t["name"].startswith("trainer.")}
+same = slices == good and len(good) > 0
+print(f"{'ok  ' if same else 'FAIL'} late-corruption: the retrained run's {NEWEST} "
+      f"{'equals' if same else 'differs from'} the good run's ({len(good)} tensors)")
+if not same:
+    failures.append("late-corruption: a run that loaded no checkpoint did not start from its "
+                    "initial values (its last checkpoint differs from the good run's)")
+
+
 # 4. Non-regular files: a FIFO as manifest.json or latest never hangs a tool or the resume.
 def fifo_manifest(d):
     os.remove(f"{d}/{NEWEST}/manifest.json")

@@ -59,10 +59,11 @@ struct NamedTensor {
   at::Tensor tensor;               // any dense layout; a part's is its numel elements, flat
   std::optional<TensorPart> part;  // none: the whole tensor
   // Loading: the tensor holds nothing worth keeping (state made only to be filled, e.g. an
-  // optimizer's). load_latest() reads a host tensor of this kind straight into it, without a
+  // optimizer's), or values its owner can make again (a model nobody has trained yet in this
+  // process). load_latest() reads a host tensor of this kind straight into it, without a
   // staging copy; a candidate found corrupt half-way may leave it half-written, and the caller
-  // discards it when no candidate loads. Every other tensor is only written once the whole
-  // candidate is read and verified on every rank.
+  // discards or remakes it when a candidate was tried and none loaded. Every other tensor is only
+  // written once the whole candidate is read and verified on every rank.
   bool fresh = false;
 };
 
@@ -140,6 +141,10 @@ using CandidateCheck =
 class CheckpointReader;
 using TensorSource = std::function<bool(CheckpointReader& reader, const NamedTensor& want,
                                         at::Tensor& buffer, bool verify)>;
+
+// The step directories load_latest() tries, in its order: the one `latest` names, then the others
+// newest first (fixed-width step numbers). Empty when `dir` has none or is not there.
+std::vector<std::string> checkpoint_candidates(const std::string& dir);
 
 // Collective. Fills every tensor of `into` (same names, dtypes, shapes; a part is read from
 // whatever slices cover it, so any stored layout loads into any wanted one) from the newest valid

@@ -143,6 +143,9 @@ class DistributedDataParallel {
   // Rank 0's buffers to every rank now (begin_step does it before each forward, with
   // DdpOptions::broadcast_buffers): a checkpoint then saves one value of each. Collective.
   void broadcast_buffers();
+  // Rank 0's parameters and buffers to every rank, as construction does (values set again after
+  // it: a restarting trainer's initial values made again). Collective.
+  void broadcast_state();
 
   // RAII scope for gradient accumulation without communication.
   class NoSync {
