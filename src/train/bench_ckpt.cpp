@@ -28,6 +28,7 @@
 #include "cohort/train/model.hpp"
 #include "train/bench_common.hpp"
 #include "train/checkpointing.hpp"
+#include "train/initial_values.hpp"
 
 namespace cohort::train {
 namespace {
@@ -115,6 +116,20 @@ std::unique_ptr<Setup> make_setup(const comm::MpiSession& session, const CkptBen
   return s;
 }
 
+// The load of a restarting process, as `cohort train` does it: a model built anew (its initial
+// values, which the load reads over in place: set_initial_values()) with an optimizer without
+// state, and resume(). Only the resume is timed.
+double restart_load(const comm::MpiSession& session, const Setup& s, const CkptBenchOptions& o,
+                    comm::Communicator& comm) {
+  const ModelInput input{{o.features}, 10};
+  const at::Tensor generator = cpu_generator_state();
+  const auto model = build_model(s.sync_config.model, input);
+  torch::optim::SGD sgd(model->parameters(), torch::optim::SGDOptions(0.01).momentum(0.9));
+  TrainCheckpoints restart(s.sync_config, s.sync_config.hash(), session, *model, sgd);
+  restart.set_initial_values([&] { remake_values(s.sync_config.model, input, generator, *model); });
+  return timed(comm, [&] { restart.resume(o.batch, nullptr); });
+}
+
 std::int64_t checkpoint_bytes(const std::string& step_dir) {
   std::int64_t bytes = 0;
   for (const auto& t : ckpt::read_manifest(step_dir).tensors) {
@@ -176,7 +191,7 @@ CkptBenchResult bench_ckpt(const comm::MpiSession& session, const CkptBenchOptio
   const auto raw_file = [&](int rank, int round) {
     return dir + "/raw-" + std::to_string(rank) + "-" + std::to_string(round);
   };
-  std::vector<double> writes, saves, stalls, background, during, loads, reads;
+  std::vector<double> writes, saves, stalls, background, during, loads, restarts, reads;
   for (int round = 0; round < o.rounds; ++round) {
     const auto* mine = static_cast<const char*>(buffer.data_ptr()) + share * comm->rank();
     writes.push_back(timed(*comm, [&] {
@@ -190,6 +205,7 @@ CkptBenchResult bench_ckpt(const comm::MpiSession& session, const CkptBenchOptio
     background.push_back(a.background_s);
     during.insert(during.end(), a.step_ms.begin(), a.step_ms.end());
     loads.push_back(timed(*comm, [&] { s->sync->resume(o.batch, nullptr); }));
+    restarts.push_back(restart_load(session, *s, o, *comm));
     reads.push_back(timed(*comm, [&] {
       for (int k = 0; k < r.ranks; ++k) {
         raw_read(raw_file(k, round), static_cast<char*>(readback.data_ptr()) + share * k, share);
@@ -216,6 +232,11 @@ CkptBenchResult bench_ckpt(const comm::MpiSession& session, const CkptBenchOptio
   r.load_s = median(loads);
   r.raw_read_s = median(reads);
   r.load_ratio = r.raw_read_s / r.load_s;
+  r.restart_load_s = median(restarts);
+  r.restart_load_ratio = r.raw_read_s / r.restart_load_s;
+  r.load_rounds = loads;
+  r.restart_load_rounds = restarts;
+  r.raw_read_rounds = reads;
   return r;
 }
 

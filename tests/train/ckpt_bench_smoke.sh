@@ -13,9 +13,11 @@ r = json.load(open("out.json"))
 params = 1024 * 256 + 256 + 256 * 256 + 256 + 256 * 10 + 10
 assert r["ranks"] == 2, r
 assert r["checkpoint_bytes"] == params * 4 * 2 + 4 * 8, (r["checkpoint_bytes"], params)
-for key in ("raw_write_s", "sync_save_s", "load_s", "raw_read_s", "async_background_s", "step_ms"):
+for key in ("raw_write_s", "sync_save_s", "load_s", "restart_load_s", "raw_read_s",
+            "async_background_s", "step_ms"):
     assert r[key] > 0, (key, r)
 assert 0 <= r["stall_share"] and r["write_ratio"] > 0 and r["load_ratio"] > 0, r
+assert r["restart_load_ratio"] > 0 and len(r["restart_load_rounds_s"]) == 1, r
 print("bench ckpt:", {k: round(v, 4) for k, v in r.items() if isinstance(v, float)})
 PY
 [ -z "$(ls -d cohort-bench-ckpt-* 2>/dev/null)" ] || { echo "FAIL: bench files left" >&2; exit 1; }

@@ -10,7 +10,12 @@
 //                 snapshot) — while a writer thread saves; training steps run meanwhile and
 //                 their slowdown is reported too
 //   load          resume from the newest checkpoint, verified, every rank reassembling every
-//                 tensor; against a raw read of the same bytes (warm page cache for both)
+//                 tensor, into the trained model (every value staged until the whole candidate
+//                 is verified); against a raw read of the same bytes (warm page cache for both,
+//                 into a warm buffer)
+//   restart load  the same checkpoint loaded as a restarting `cohort train` does: into a model
+//                 built anew (its initial values read over in place, made again if no candidate
+//                 loads) and momentum buffers created for the load; against the same raw read
 // Rounds interleave the variants; medians are reported. Floors (issue 6): save bandwidth >= 0.7x
 // the raw write; async stall <= 10% of a sync save.
 #pragma once
@@ -42,7 +47,9 @@ struct CkptBenchResult {
   double async_background_s = 0;              // from the snapshot to the writer done
   double step_ms = 0, step_during_save_ms = 0;
   double load_s = 0, raw_read_s = 0, load_ratio = 0;  // ratio: raw_read_s / load_s
+  double restart_load_s = 0, restart_load_ratio = 0;  // ratio: raw_read_s / restart_load_s
   std::vector<double> raw_write_rounds, sync_save_rounds, async_stall_rounds;  // every round
+  std::vector<double> load_rounds, restart_load_rounds, raw_read_rounds;
 };
 
 CkptBenchResult bench_ckpt(const comm::MpiSession& session, const CkptBenchOptions& options);
