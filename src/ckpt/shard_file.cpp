@@ -4,7 +4,9 @@
 #include <chrono>
 #include <cstdlib>
 #include <map>
+#include <optional>
 #include <thread>
+#include <utility>
 
 #include "ckpt/files.hpp"
 #include "cohort/env/environment.hpp"
@@ -88,11 +90,32 @@ std::vector<std::string> write_shard(const std::string& path, const ShardHeader&
   return checksums;
 }
 
+// What a read needs of one slice's dataset, found once: a load asks for a slice's offset and then
+// reads it (and a reshard may read it in several ranges), each a handful of HDF5 queries.
+struct SliceFacts {
+  h5::Hid set;
+  std::optional<std::string> dtype;  // attribute "dtype"
+  std::vector<std::int64_t> extent;
+  bool located = false;                   // the locator looked for (after the dtype's check)
+  std::optional<h5::RowLocator> locator;  // stored as written: read with pread(2)
+};
+
 struct ShardReader::Impl {
   std::string path;
   h5::Hid file;
   UniqueFd fd;  // the same file, for pread(2) of slices
   ShardHeader header;
+  std::map<std::string, SliceFacts> slices;
+
+  SliceFacts& slice(const std::string& name, const std::string& where) {
+    auto it = slices.find(name);
+    if (it != slices.end()) return it->second;
+    SliceFacts facts;
+    facts.set = h5::open_dataset(file.get(), "slices/" + name, where);
+    facts.dtype = h5::read_string_attribute(facts.set.get(), "dtype", where);
+    facts.extent = h5::dims(facts.set.get(), where);
+    return slices.emplace(name, std::move(facts)).first->second;
+  }
 };
 
 ShardReader::ShardReader(const std::string& path) : impl_(std::make_unique<Impl>()) {
@@ -132,13 +155,13 @@ void ShardReader::read(const std::string& name, const std::string& dtype, std::i
 void ShardReader::read_checked(const std::string& name, const std::string& dtype, std::int64_t from,
                                std::int64_t count, void* out, io::StreamingChecksum* sink) const {
   const std::string where = impl_->path + ": slice " + name;
-  h5::Hid set = h5::open_dataset(impl_->file.get(), "slices/" + name, where);
-  const auto stored = h5::read_string_attribute(set.get(), "dtype", where);
+  SliceFacts& slice = impl_->slice(name, where);
+  const auto& stored = slice.dtype;
   COHORT_CHECK(stored && *stored == dtype, IoError, where, ": stored as ",
                stored ? *stored : std::string("?"), ", wanted ", dtype);
   // A slice is one flat dataset: a dataset with inner dimensions would fill `out` with
   // count x (their product) elements, past the end of the caller's buffer.
-  const auto extent = h5::dims(set.get(), where);
+  const auto& extent = slice.extent;
   COHORT_CHECK(extent.size() == 1 && from >= 0 && count >= 0 && count <= extent[0] &&
                    from <= extent[0] - count,
                IoError, where, ": ", count, " elements from ", from,
@@ -147,12 +170,15 @@ void ShardReader::read_checked(const std::string& name, const std::string& dtype
   // Slices are contiguous datasets of the native type: read with pread(2) (no HDF5 call per
   // piece, and no lock: a loader thread's HDF5 reads go on meanwhile). Anything else (a file
   // rewritten by another tool) reads through HDF5.
-  const auto locator = h5::RowLocator::build(set.get(), type, where);
+  if (!slice.located) {
+    slice.locator = h5::RowLocator::build(slice.set.get(), type, where);
+    slice.located = true;
+  }
   const auto read = [&](std::int64_t first, std::int64_t n, void* at) {
-    if (locator) {
-      locator->read(impl_->fd.get(), {h5::Run{first, n}}, at, where);
+    if (slice.locator) {
+      slice.locator->read(impl_->fd.get(), {h5::Run{first, n}}, at, where);
     } else {
-      h5::read_runs(set.get(), {h5::Run{first, n}}, type, at, H5P_DEFAULT, false, where);
+      h5::read_runs(slice.set.get(), {h5::Run{first, n}}, type, at, H5P_DEFAULT, false, where);
     }
   };
   if (sink == nullptr) {
@@ -172,8 +198,8 @@ void ShardReader::read_checked(const std::string& name, const std::string& dtype
 
 std::int64_t ShardReader::slice_offset(const std::string& name) const {
   const std::string where = impl_->path + ": slice " + name;
-  h5::Hid set = h5::open_dataset(impl_->file.get(), "slices/" + name, where);
-  const auto offset = h5::read_number_attribute(set.get(), "offset", where);
+  const auto offset =
+      h5::read_number_attribute(impl_->slice(name, where).set.get(), "offset", where);
   COHORT_CHECK(offset && offset->size() == 1, IoError, where, ": missing attribute 'offset'");
   return static_cast<std::int64_t>(offset->front());
 }

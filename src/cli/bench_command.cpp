@@ -244,6 +244,8 @@ void print_ckpt(const train::CkptBenchResult& r, const train::CkptBenchOptions& 
       "  restart load           %8.3f s  = %.2fx the raw read's speed (its time %.2fx, floor "
       "<= 1.5x)\n",
       r.restart_load_s, r.restart_load_ratio, 1 / r.restart_load_ratio);
+  std::printf("  fastest rounds         load / raw read = %.2fx, restart load / raw read = %.2fx\n",
+              1 / r.load_ratio_best, 1 / r.restart_load_ratio_best);
 }
 
 int bench_ckpt(const std::vector<std::string>& args, int* argc, char*** argv) {
@@ -291,6 +293,8 @@ int bench_ckpt(const std::vector<std::string>& args, int* argc, char*** argv) {
                     {"load_ratio", r.load_ratio},
                     {"restart_load_s", r.restart_load_s},
                     {"restart_load_ratio", r.restart_load_ratio},
+                    {"load_ratio_best", r.load_ratio_best},
+                    {"restart_load_ratio_best", r.restart_load_ratio_best},
                     {"load_rounds_s", r.load_rounds},
                     {"restart_load_rounds_s", r.restart_load_rounds},
                     {"raw_read_rounds_s", r.raw_read_rounds},

@@ -234,6 +234,9 @@ CkptBenchResult bench_ckpt(const comm::MpiSession& session, const CkptBenchOptio
   r.load_ratio = r.raw_read_s / r.load_s;
   r.restart_load_s = median(restarts);
   r.restart_load_ratio = r.raw_read_s / r.restart_load_s;
+  const double fastest_read = *std::min_element(reads.begin(), reads.end());
+  r.load_ratio_best = fastest_read / *std::min_element(loads.begin(), loads.end());
+  r.restart_load_ratio_best = fastest_read / *std::min_element(restarts.begin(), restarts.end());
   r.load_rounds = loads;
   r.restart_load_rounds = restarts;
   r.raw_read_rounds = reads;

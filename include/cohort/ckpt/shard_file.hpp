@@ -41,7 +41,8 @@ std::vector<std::string> write_shard(const std::string& path, const ShardHeader&
                                      const std::vector<ShardSlice>& slices,
                                      const std::string& rank_state);
 
-// Reads parts of one shard. Every error is an IoError naming the file and the slice.
+// Reads parts of one shard. Every error is an IoError naming the file and the slice. Each slice's
+// dataset is opened once and kept open while the reader lives; one thread at a time.
 class ShardReader {
  public:
   explicit ShardReader(const std::string& path);

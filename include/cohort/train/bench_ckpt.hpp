@@ -48,6 +48,9 @@ struct CkptBenchResult {
   double step_ms = 0, step_during_save_ms = 0;
   double load_s = 0, raw_read_s = 0, load_ratio = 0;  // ratio: raw_read_s / load_s
   double restart_load_s = 0, restart_load_ratio = 0;  // ratio: raw_read_s / restart_load_s
+  // The fastest raw read / the fastest load (restart load): the costs without the interference
+  // of other work on the machine, which only ever adds time.
+  double load_ratio_best = 0, restart_load_ratio_best = 0;
   std::vector<double> raw_write_rounds, sync_save_rounds, async_stall_rounds;  // every round
   std::vector<double> load_rounds, restart_load_rounds, raw_read_rounds;
 };
