@@ -11,6 +11,7 @@
 #include <string>
 
 #include "cohort/error.hpp"
+#include "train/init_weights.hpp"
 #include "train/trainer_impl.hpp"
 
 namespace cohort::train {
@@ -81,6 +82,20 @@ void Trainer::Impl::remake_initial_values() {
                "the model's initial values cannot be made again");
   remake_values(config.model, initial.input, initial.generator, *parallel->whole_model());
   parallel->ddp().broadcast_state();  // as DDP's construction did: every rank has rank 0's
+}
+
+// model.init_from was not read because the run was to resume, and no checkpoint loaded: the
+// pretrained weights now, over the initial values (made again, when a candidate was read into
+// them), as a run without checkpoints has them. Collective (DDP's broadcast).
+void Trainer::Impl::init_from_after_all() {
+  Model* model = parallel->whole_model();
+  COHORT_CHECK(model != nullptr, ConfigError, "model.init_from = ", config.model.init_from,
+               " was not read because the run was to resume from ", config.checkpoint_dir(),
+               ", where no checkpoint loaded; a model split across ranks cannot read it now: set "
+               "checkpoint.resume = false to start from it");
+  init_line = init_weights(*model, config.model).text();
+  parallel->ddp().broadcast_state();
+  say(init_line);
 }
 
 }  // namespace cohort::train

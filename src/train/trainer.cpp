@@ -231,6 +231,7 @@ bool Trainer::Impl::init_from(Model& model) {
   if (config.checkpoint.resume && std::filesystem::is_directory(dir, error) &&
       !ckpt::list_checkpoints(dir).empty()) {
     init_line = "init_from " + config.model.init_from + ": not read, the run resumes from " + dir;
+    init_from_skipped = true;
     return false;
   }
   init_line = init_weights(model, config.model).text();
@@ -331,7 +332,10 @@ std::optional<ResumePoint> Trainer::Impl::resume() {
   started.checkpoint_load_s = std::chrono::duration<double>(Clock::now() - load_start).count();
   started.resumed = Clock::now();
   start_monitor(point ? std::optional<std::int64_t>(point->step) : std::nullopt);
-  if (!point) return std::nullopt;
+  if (!point) {
+    if (init_from_skipped) init_from_after_all();
+    return std::nullopt;
+  }
   // ZeRO 3 loaded the parameters into the shard pieces: the kept-whole ones gathered from them.
   if (config.parallel.zero == 3) parallel->ddp().gather_parameters();
   loader->restore(point->loader);

@@ -120,6 +120,8 @@ struct Trainer::Impl {
     void record(const ModelInput& built_from);  // just before it is built
   } initial;
   void remake_initial_values();
+  bool init_from_skipped = false;  // model.init_from not read: the run was to resume
+  void init_from_after_all();
   void plan_run();
   // the loop (trainer.cpp)
   TrainSummary run();

@@ -4,7 +4,7 @@
 A scripted module (an `encoder` MLP and a `head`) is trained by `cohort train` for 20 steps from
 weights given by init_from, and by a plain PyTorch loop from the same weights (torch's
 DistributedSampler order; 2 ranks: the ranks' losses averaged, as DDP does); parameters must agree
-within 1e-5. Sources: a state_dict saved by torch.save (1 and 2 ranks), the same nested under
+within 1e-5 (also for a run that was to resume and found every checkpoint bad). Sources: a state_dict saved by torch.save (1 and 2 ranks), the same nested under
 "model" beside other entries, names with another prefix (backbone. -> encoder., by
 init_prefix_map), a Cohort checkpoint directory, and `cohort ckpt export` .pt and .h5 files. With
 optim.lr_scale = "encoder:0.1" the reference gives the encoder its own parameter group at a tenth
@@ -220,6 +220,20 @@ if "init_from sd.pt: not read, the run resumes from sd-1/checkpoints" not in don
         "resumed from" not in done.stdout + done.stderr:
     fail(f"a resume read init_from: {done.stdout[-800:]}")
 print("resumed without init_from's file: not read")
+
+# ... but when no checkpoint loads after all (every one corrupt in its last tensor), the run starts
+# from the pretrained weights, as one without checkpoints does: the same parameters as sd-1's.
+os.rename("sd-moved.pt", "sd.pt")
+subprocess.run(["cp", "-r", "sd-1", "sd-bad"], check=True)
+for step in os.listdir("sd-bad/checkpoints"):
+    if step.startswith("step-"):
+        with h5py.File(f"sd-bad/checkpoints/{step}/shard-00000-of-00001.h5", "a") as f:
+            f["slices/trainer.position"][0] += 1
+done = train("sd-bad", 1, [("model.init_from", "sd.pt"), ("checkpoint.resume", "true")])
+if "skipping checkpoint" not in done.stdout + done.stderr or \
+        "init_from sd.pt: loaded" not in done.stdout:
+    fail(f"no checkpoint loaded, init_from not read after all: {done.stdout[-800:]}")
+compare("sd-bad", reference(start_state, 1), "every checkpoint bad: init_from sd.pt after all")
 
 BAD = [
     ([("model.init_from", "five.pt")], 2,
