@@ -241,8 +241,9 @@ std::optional<ResumePoint> TrainCheckpoints::resume(std::int64_t batch_size, std
                    dir_.c_str());
     }
   }
-  comm_->barrier();                        // nobody looks at the directory while rank 0 cleans it
-  const auto remake = std::move(remake_);  // for this resume() alone
+  comm_->barrier();  // nobody looks at the directory while rank 0 cleans it
+  // set_initial_values() holds for this resume() alone.
+  const auto remake = std::move(remake_);
   remake_ = nullptr;
   if (!options_.resume) return std::nullopt;
   check_tensor_split();
