@@ -1,6 +1,5 @@
 #include "train/checkpointing.hpp"
 
-#include <ATen/CPUGeneratorImpl.h>
 #include <ATen/ops/empty_like.h>
 #include <ATen/ops/tensor.h>
 #include <c10/util/string_utils.h>
@@ -15,7 +14,6 @@
 #include <functional>
 #include <future>
 #include <memory>
-#include <mutex>
 #include <set>
 #include <utility>
 
@@ -30,6 +28,7 @@
 #include "cohort/train/config.hpp"
 #include "common/checked_math.hpp"
 #include "common/torch_compat.hpp"
+#include "train/initial_values.hpp"
 #include "train/tensor_reshard.hpp"
 
 namespace cohort::train {
@@ -40,9 +39,7 @@ torch_compat::OptimStateKey key_of(const at::Tensor& param) {
 }
 
 std::string generator_state() {
-  at::Generator generator = at::detail::getDefaultCPUGenerator();
-  std::lock_guard<std::mutex> lock(generator.mutex());
-  const at::Tensor state = generator.get_state();
+  const at::Tensor state = cpu_generator_state();
   return std::string(static_cast<const char*>(state.data_ptr()),
                      static_cast<std::size_t>(state.numel()));
 }
@@ -55,9 +52,7 @@ void set_generator_state(const std::string& bytes, const std::string& origin) {
                " bytes)");
   at::Tensor state = at::empty({static_cast<std::int64_t>(bytes.size())}, at::kByte);
   std::memcpy(state.data_ptr(), bytes.data(), bytes.size());
-  at::Generator generator = at::detail::getDefaultCPUGenerator();  // a handle on the same one
-  std::lock_guard<std::mutex> lock(generator.mutex());
-  generator.set_state(state);
+  set_cpu_generator_state(state);
 }
 
 // The writer thread waits for slower ranks while training runs: sleeping, not spinning.

@@ -13,7 +13,8 @@
 
 namespace cohort::train {
 
-// The CPU generator's state (a copy), and setting it back.
+// The CPU generator's state (a copy), and setting it back (also what a checkpoint carries per
+// rank).
 at::Tensor cpu_generator_state();
 void set_cpu_generator_state(const at::Tensor& state);
 
