@@ -61,6 +61,8 @@ const char* Communicator::op_name(OpKind kind) {
       return "recv";
     case OpKind::kBarrier:
       return "barrier";
+    case OpKind::kGather:
+      return "gather";
   }
   return "?";
 }
@@ -80,14 +82,18 @@ void Communicator::validate(const Call& call) const {
     COHORT_CHECK(call.out.scalar_type() == call.in.scalar_type(), CommError, name, ": input is ",
                  call.in.scalar_type(), " but output is ", call.out.scalar_type());
   }
-  const bool peer_needed =
-      call.kind == OpKind::kBroadcast || call.kind == OpKind::kSend || call.kind == OpKind::kRecv;
+  const bool peer_needed = call.kind == OpKind::kBroadcast || call.kind == OpKind::kSend ||
+                           call.kind == OpKind::kRecv || call.kind == OpKind::kGather;
   COHORT_CHECK(!peer_needed || (call.peer >= 0 && call.peer < size_), CommError, name, ": rank ",
                call.peer, " is not in this communicator of ", size_, " ranks");
   COHORT_CHECK(!(call.kind == OpKind::kSend || call.kind == OpKind::kRecv) || call.peer != rank_,
                CommError, name, ": a rank cannot ", name, " to itself");
   if (call.kind == OpKind::kAllGather) {
     COHORT_CHECK(call.out.numel() == call.in.numel() * size_, CommError, "all_gather: output has ",
+                 call.out.numel(), " elements, expected ", size_, " x ", call.in.numel());
+  }
+  if (call.kind == OpKind::kGather && call.has_out) {  // the root's output
+    COHORT_CHECK(call.out.numel() == call.in.numel() * size_, CommError, "gather: output has ",
                  call.out.numel(), " elements, expected ", size_, " x ", call.in.numel());
   }
   if (call.kind == OpKind::kReduceScatter) {
@@ -190,6 +196,10 @@ WorkPtr Communicator::reduce_scatter_async(at::Tensor& out, const at::Tensor& in
                                            const CollectiveOptions& o) {
   return issue(OpKind::kReduceScatter, &out, &in, -1, 0, false, o);
 }
+WorkPtr Communicator::gather_async(at::Tensor& out, const at::Tensor& in, int root,
+                                   const CollectiveOptions& o) {
+  return issue(OpKind::kGather, rank_ == root ? &out : nullptr, &in, root, 0, false, o);
+}
 WorkPtr Communicator::send_async(const at::Tensor& t, int dst, int tag,
                                  const CollectiveOptions& o) {
   return issue(OpKind::kSend, nullptr, &t, dst, tag, false, o);
@@ -217,6 +227,11 @@ void Communicator::reduce_scatter(at::Tensor& out, const at::Tensor& in,
                                   const CollectiveOptions& o) {
   drain();
   issue(OpKind::kReduceScatter, &out, &in, -1, 0, true, o)->wait();
+}
+void Communicator::gather(at::Tensor& out, const at::Tensor& in, int root,
+                          const CollectiveOptions& o) {
+  drain();
+  issue(OpKind::kGather, rank_ == root ? &out : nullptr, &in, root, 0, true, o)->wait();
 }
 void Communicator::send(const at::Tensor& t, int dst, int tag, const CollectiveOptions& o) {
   send_async(t, dst, tag, o)->wait();

@@ -59,6 +59,12 @@ class Communicator {
   // input holds size() * output.numel() elements; rank r gets the reduction of slice r.
   WorkPtr reduce_scatter_async(at::Tensor& output, const at::Tensor& input,
                                const CollectiveOptions& options = {});
+  // Every rank's input to `root`, in rank order: there output holds size() * input.numel()
+  // elements (rank r's input at [r * n, (r + 1) * n)); on the other ranks output is neither read
+  // nor written and may be undefined. What a summary for one rank needs, at O(n) bytes per
+  // rank where all_gather sends every rank everything.
+  WorkPtr gather_async(at::Tensor& output, const at::Tensor& input, int root,
+                       const CollectiveOptions& options = {});
   WorkPtr send_async(const at::Tensor& tensor, int dst, int tag = 0,
                      const CollectiveOptions& options = {});
   WorkPtr recv_async(at::Tensor& tensor, int src, int tag = 0,
@@ -71,6 +77,8 @@ class Communicator {
                   const CollectiveOptions& options = {});
   void reduce_scatter(at::Tensor& output, const at::Tensor& input,
                       const CollectiveOptions& options = {});
+  void gather(at::Tensor& output, const at::Tensor& input, int root,
+              const CollectiveOptions& options = {});
   void send(const at::Tensor& tensor, int dst, int tag = 0, const CollectiveOptions& options = {});
   void recv(at::Tensor& tensor, int src, int tag = 0, const CollectiveOptions& options = {});
   void barrier(const CollectiveOptions& options = {});
@@ -93,7 +101,8 @@ class Communicator {
     kReduceScatter,
     kSend,
     kRecv,
-    kBarrier
+    kBarrier,
+    kGather
   };
   // Tensors are held by value (shared handles), so that an asynchronous operation keeps their
   // storage alive whatever the caller does with its own handle.

@@ -188,6 +188,22 @@ void MpiCommunicator::execute(const Call& call) {
     case OpKind::kReduceScatter:
       reduce_scatter(call);
       break;
+    case OpKind::kGather: {
+      const at::Tensor& in = call.in;
+      const MPI_Datatype type = mpi::datatype(in.scalar_type());
+      const int n = count_of(in, "gather");
+      void* out = call.has_out ? call.out.data_ptr() : nullptr;  // read by MPI at the root only
+      run_collective(
+          options().low_cpu_wait,
+          [&] {
+            COHORT_MPI_CHECK(MPI_Gather(in.data_ptr(), n, type, out, n, type, call.peer, comm_));
+          },
+          [&](MPI_Request* r) {
+            COHORT_MPI_CHECK(
+                MPI_Igather(in.data_ptr(), n, type, out, n, type, call.peer, comm_, r));
+          });
+      break;
+    }
     case OpKind::kBarrier:
       run_collective(
           options().low_cpu_wait, [&] { COHORT_MPI_CHECK(MPI_Barrier(comm_)); },

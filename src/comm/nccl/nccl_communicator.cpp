@@ -187,7 +187,31 @@ class NcclCommunicator final : public Communicator {
       case OpKind::kBarrier:
         barrier_on_stream();
         break;
+      case OpKind::kGather:
+        gather_on_stream(call);
+        break;
     }
+  }
+
+  // NCCL has no gather: the root receives from every rank in one group, as c10d's does.
+  void gather_on_stream(const Call& call) {
+    const auto type = nccl_type(call.in.scalar_type());
+    const std::size_t n = call.in.numel();
+    if (rank() != call.peer) {
+      COHORT_NCCL_CHECK(
+          ncclSend(call.in.data_ptr(), n, type, call.peer, comm_.get(), stream_.get()));
+      return;
+    }
+    char* out = static_cast<char*>(call.out.data_ptr());
+    const std::size_t bytes = call.in.nbytes();
+    COHORT_CUDA_CHECK(cudaMemcpyAsync(out + rank() * bytes, call.in.data_ptr(), bytes,
+                                      cudaMemcpyDeviceToDevice, stream_.get()));
+    COHORT_NCCL_CHECK(ncclGroupStart());
+    for (int r = 0; r < size(); ++r) {
+      if (r != rank())
+        COHORT_NCCL_CHECK(ncclRecv(out + r * bytes, n, type, r, comm_.get(), stream_.get()));
+    }
+    COHORT_NCCL_CHECK(ncclGroupEnd());
   }
 
   void barrier_on_stream() {

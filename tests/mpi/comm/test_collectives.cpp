@@ -90,6 +90,28 @@ BOOST_DATA_TEST_CASE(broadcast_all_gather_reduce_scatter,
   comm->all_gather(gathered, input(rank, m, type));
   for (int r = 0; r < size; ++r) BOOST_TEST(same(gathered.narrow(0, r * m, m), input(r, m, type)));
 
+  // gather: the root gets every rank's input; the other ranks' output is left as it was.
+  for (int root = 0; root < size; ++root) {
+    for (const bool async : {false, true}) {
+      at::Tensor out = at::full({size * m}, 7, at::TensorOptions(type));
+      if (async) {
+        comm->gather_async(out, input(rank, m, type), root)->wait();
+      } else {
+        comm->gather(out, input(rank, m, type), root);
+      }
+      for (int r = 0; r < size; ++r) {
+        const at::Tensor want =
+            rank == root ? input(r, m, type) : at::full({m}, 7, at::TensorOptions(type));
+        BOOST_TEST(same(out.narrow(0, r * m, m), want), "gather to " << root << " part " << r);
+      }
+    }
+  }
+  at::Tensor none;  // off the root the output may be undefined
+  if (rank != 0)
+    comm->gather(none, input(rank, m, type), 0);
+  else
+    comm->gather(gathered, input(rank, m, type), 0);
+
   at::Tensor scattered = at::empty({m}, at::TensorOptions(type));
   at::Tensor whole = input(rank, size * m, type);
   comm->reduce_scatter(scattered, whole);
@@ -223,6 +245,8 @@ BOOST_AUTO_TEST_CASE(invalid_input_is_a_clear_error) {
                         message_has("expected"));
   BOOST_CHECK_EXCEPTION(comm->broadcast(small, comm->size()), cohort::CommError,
                         message_has("not in this"));
+  BOOST_CHECK_EXCEPTION(comm->gather(small, at::zeros({3}), comm->rank()), cohort::CommError,
+                        message_has("expected"));
   comm->barrier();  // nothing was sent: the communicator still works
 }
 
