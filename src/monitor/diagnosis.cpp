@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <iterator>
 #include <utility>
 
 #include "format.hpp"
@@ -48,6 +49,23 @@ std::vector<std::string> Diagnoser::active() const {
   std::vector<std::string> out;
   for (const auto& [rule, on] : active_) {
     if (on) out.push_back(rule);
+  }
+  return out;
+}
+
+std::uint32_t Diagnoser::active_flags() const {
+  std::uint32_t flags = 0;
+  for (std::size_t i = 0; i < std::size(kRules); ++i) {
+    const auto it = active_.find(kRules[i]);
+    if (it != active_.end() && it->second) flags |= 1u << i;
+  }
+  return flags;
+}
+
+std::vector<std::string> Diagnoser::rules_of(std::uint32_t flags) {
+  std::vector<std::string> out;
+  for (std::size_t i = 0; i < std::size(kRules); ++i) {
+    if (flags & (1u << i)) out.emplace_back(kRules[i]);
   }
   return out;
 }

@@ -57,6 +57,13 @@ std::vector<std::string> gather_hosts(comm::Communicator& control) {
   return hosts;
 }
 
+// The lowest rank on the same host: one color per node.
+int node_color(const std::vector<std::string>& hosts, int rank) {
+  int r = 0;
+  while (hosts[static_cast<std::size_t>(r)] != hosts[static_cast<std::size_t>(rank)]) ++r;
+  return r;
+}
+
 }  // namespace
 
 struct Monitor::Http {
@@ -120,8 +127,12 @@ Monitor::Monitor(MonitorOptions options, comm::Communicator& control,
     });
   }
   if (!options_.enabled) return;
-  aggregator_ = std::make_unique<MetricsAggregator>(control, gradients.size(), options_.cost);
-  diagnoser_ = std::make_unique<Diagnoser>(options_.thresholds, hosts_);
+  // A node's endpoint shows the job's figures and its own ranks' times (share()).
+  if (options_.http_port >= 0)
+    node_ = control.split(node_color(hosts_, control.rank()), control.rank());
+  aggregator_ =
+      std::make_unique<MetricsAggregator>(control, gradients.size(), options_.cost, node_.get());
+  if (rank0_) diagnoser_ = std::make_unique<Diagnoser>(options_.thresholds, hosts_);
   process_ = std::make_unique<ProcessSampler>();
   gpu_ = std::make_unique<GpuSampler>(options_.cuda_device);
   start_endpoint();
@@ -237,25 +248,33 @@ void Monitor::finish() {
 void Monitor::summarize(bool final) {
   const ProcessSample process = process_->sample();
   const GpuSample gpu = gpu_->sample();
-  const Summary summary = aggregator_->summarize(process, gpu, gradient_totals(gradients_));
-  const auto found = diagnoser_->observe(summary);
+  Summary summary = aggregator_->summarize(process, gpu, gradient_totals(gradients_));
+  std::vector<Finding> found;
+  std::uint32_t rules = 0;
+  if (rank0_) {
+    found = diagnoser_->observe(summary);
+    rules = diagnoser_->active_flags();
+  }
+  if (node_) aggregator_->share(summary, rules);  // the nodes' endpoints need rank 0's figures
   // Rewritten at most every kTextfileInterval (and at the end): replacing a file costs a rename,
   // which on ext4 also writes the new file's data out at once (auto_da_alloc), and
   // node_exporter reads it every 15 s or so anyway.
   const auto now = std::chrono::steady_clock::now();
   const bool textfile =
       rank0_ && !options_.prom_file.empty() && (final || now - prom_written_ >= kTextfileInterval);
-  if (http_->exporter || textfile) {
+  const auto active = Diagnoser::rules_of(rules);
+  if (http_->exporter) {  // this node's ranks
+    http_->exporter->update(
+        metric_samples(summary, options_.total_steps, labels_, active, summary.node_ranks));
+  }
+  if (textfile) {  // the job's: every rank
+    prom_written_ = now;
+    std::filesystem::path path(options_.prom_file);
+    if (path.is_relative()) path = std::filesystem::path(options_.run_dir) / path;
     const auto samples =
-        metric_samples(summary, options_.total_steps, labels_, diagnoser_->active());
-    if (http_->exporter) http_->exporter->update(samples);
-    if (textfile) {
-      prom_written_ = now;
-      std::filesystem::path path(options_.prom_file);
-      if (path.is_relative()) path = std::filesystem::path(options_.run_dir) / path;
-      // Rewritten every few seconds: atomic for scrapers, not worth an fsync each time.
-      io::write_file_atomically(path.string(), prometheus_text(samples), io::Durability::kAtomic);
-    }
+        metric_samples(summary, options_.total_steps, labels_, active, rank_times(summary));
+    // Rewritten every few seconds: atomic for scrapers, not worth an fsync each time.
+    io::write_file_atomically(path.string(), prometheus_text(samples), io::Durability::kAtomic);
   }
   if (!rank0_) return;
   jsonl_->write(to_json(summary));

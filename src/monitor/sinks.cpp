@@ -11,6 +11,7 @@
 
 #include "cohort/env/environment.hpp"
 #include "cohort/error.hpp"
+#include "cohort/monitor/diagnosis.hpp"
 
 namespace cohort::monitor {
 
@@ -102,7 +103,8 @@ std::string number(double v) {
 
 std::vector<MetricSample> metric_samples(const Summary& s, std::int64_t total_steps,
                                          const std::map<std::string, std::string>& l,
-                                         const std::vector<std::string>& active_rules) {
+                                         const std::vector<std::string>& active_rules,
+                                         const std::vector<RankTime>& ranks) {
   std::vector<MetricSample> out;
   const auto now = std::chrono::system_clock::now().time_since_epoch();
   add(out, l, "cohort_step", "Optimizer steps done", static_cast<double>(s.step));
@@ -120,9 +122,9 @@ std::vector<MetricSample> metric_samples(const Summary& s, std::int64_t total_st
     add(out, l, "cohort_step_phase_seconds", "Step time by phase, mean over ranks",
         s.fields[static_cast<std::size_t>(1 + p)].mean, {{"phase", phase_name(p)}});
   }
-  for (std::size_t r = 0; r < s.rank_busy.size(); ++r) {
+  for (const RankTime& r : ranks) {
     add(out, l, "cohort_rank_busy_seconds", "Step time without exposed communication, per rank",
-        s.rank_busy[r], {{"rank", std::to_string(r)}});
+        r.busy_s, {{"rank", std::to_string(r.rank)}});
   }
   add(out, l, "cohort_slowest_rank", "Rank with the largest busy time", s.slowest_rank);
   add(out, l, "cohort_allreduce_per_step", "Gradient all-reduces per step",
@@ -149,7 +151,7 @@ std::vector<MetricSample> metric_samples(const Summary& s, std::int64_t total_st
     add(out, l, "cohort_model_flops_per_second", "Model FLOP/s, all ranks", s.model_flops_per_s);
   }
   if (s.mfu > 0) add(out, l, "cohort_mfu", "Model FLOPs utilisation (0..1)", s.mfu);
-  for (const char* rule : {"data-bound", "comm-bound", "straggler", "divergence"}) {
+  for (const char* rule : Diagnoser::kRules) {
     bool on = false;
     for (const auto& a : active_rules) on = on || a == rule;
     add(out, l, "cohort_diagnosis", "1 while a diagnosis rule fires", on ? 1 : 0, {{"rule", rule}});

@@ -11,8 +11,8 @@
 namespace cohort::monitor {
 
 MetricsAggregator::MetricsAggregator(comm::Communicator& control, int allreduce_ranks,
-                                     ModelCost cost)
-    : control_(control), allreduce_ranks_(allreduce_ranks), cost_(cost) {}
+                                     ModelCost cost, comm::Communicator* node)
+    : control_(control), node_(node), allreduce_ranks_(allreduce_ranks), cost_(cost) {}
 
 void MetricsAggregator::add(const StepSample& s) {
   if (steps_ == 0) first_step_ = s.step;
@@ -56,34 +56,62 @@ std::array<double, kFields> MetricsAggregator::local_fields(const ProcessSample&
   return f;
 }
 
-Summary MetricsAggregator::summarize(const ProcessSample& process, const GpuSample& gpu,
-                                     const comm::OpTotals& allreduce) {
-  const auto mine = local_fields(process, gpu, allreduce);
-  const int p = control_.size();
-  at::Tensor in = at::from_blob(const_cast<double*>(mine.data()), {kFields}, at::kDouble).clone();
-  at::Tensor all = at::empty({static_cast<std::int64_t>(p) * kFields}, at::kDouble);
-  control_.all_gather(all, in);
-  const double* v = all.data_ptr<double>();
-  Summary s;
-  s.first_step = first_step_;
-  s.step = last_step_;
-  s.window_steps = steps_;
-  s.ranks = p;
+namespace {
+
+// Mean, min and max of each field over `rows` rows of kFields; the lowest rank holds a tie.
+void statistics(const double* v, int rows, Summary& s) {
   for (int f = 0; f < kFields; ++f) {
     FieldStats& st = s.fields[static_cast<std::size_t>(f)];
     st.min = st.max = v[f];
     double sum = 0;
-    for (int r = 0; r < p; ++r) {
+    for (int r = 0; r < rows; ++r) {
       const double x = v[r * kFields + f];
       sum += x;
       if (x < st.min) st.min = x, st.min_rank = r;
       if (x > st.max) st.max = x, st.max_rank = r;
     }
-    st.mean = sum / p;
+    st.mean = sum / rows;
   }
-  for (int r = 0; r < p; ++r) {
+}
+
+// What share() broadcasts: per field mean, min, max, min_rank, max_rank; the slowest rank; flags.
+constexpr int kShared = 5 * kFields + 2;
+
+}  // namespace
+
+std::vector<RankTime> rank_times(const Summary& s) {
+  std::vector<RankTime> out;
+  for (std::size_t r = 0; r < s.rank_busy.size(); ++r) {
+    out.push_back(
+        {static_cast<int>(r), s.rank_busy[r], r < s.rank_step.size() ? s.rank_step[r] : 0.0});
+  }
+  return out;
+}
+
+Summary MetricsAggregator::summarize(const ProcessSample& process, const GpuSample& gpu,
+                                     const comm::OpTotals& allreduce) {
+  const auto mine = local_fields(process, gpu, allreduce);
+  own_busy_ = mine[static_cast<int>(Field::kBusy)];
+  own_step_ = mine[static_cast<int>(Field::kStep)];
+  const int p = control_.size();
+  const bool root = control_.rank() == 0;
+  at::Tensor in = at::from_blob(const_cast<double*>(mine.data()), {kFields}, at::kDouble).clone();
+  at::Tensor all;
+  if (root) all = at::empty({static_cast<std::int64_t>(p) * kFields}, at::kDouble);
+  control_.gather(all, in, 0);
+  Summary s;
+  s.first_step = first_step_;
+  s.step = last_step_;
+  s.window_steps = steps_;
+  s.ranks = p;
+  const double* v = root ? all.data_ptr<double>() : mine.data();
+  statistics(v, root ? p : 1, s);
+  for (int r = 0; r < (root ? p : 1); ++r) {
     s.rank_busy.push_back(v[r * kFields + static_cast<int>(Field::kBusy)]);
     s.rank_step.push_back(v[r * kFields + static_cast<int>(Field::kStep)]);
+  }
+  if (!root) {  // its own figures, under its own rank
+    for (auto& st : s.fields) st.min_rank = st.max_rank = control_.rank();
   }
   s.slowest_rank = s[Field::kBusy].max_rank;
   const double window_seconds = seconds_;
@@ -105,6 +133,43 @@ Summary MetricsAggregator::summarize(const ProcessSample& process, const GpuSamp
   phase_.fill(0);
   allreduce_at_start_ = allreduce;
   return s;
+}
+
+std::int64_t MetricsAggregator::shared_bytes() {
+  return kShared * static_cast<std::int64_t>(sizeof(double));
+}
+
+void MetricsAggregator::share(Summary& s, std::uint32_t& flags) {
+  at::Tensor packed = at::empty({kShared}, at::kDouble);
+  double* x = packed.data_ptr<double>();
+  for (int f = 0; f < kFields; ++f) {
+    const FieldStats& st = s.fields[static_cast<std::size_t>(f)];
+    x[5 * f] = st.mean, x[5 * f + 1] = st.min, x[5 * f + 2] = st.max;
+    x[5 * f + 3] = st.min_rank, x[5 * f + 4] = st.max_rank;
+  }
+  x[5 * kFields] = s.slowest_rank;
+  x[5 * kFields + 1] = flags;
+  control_.broadcast(packed, 0);
+  for (int f = 0; f < kFields; ++f) {
+    FieldStats& st = s.fields[static_cast<std::size_t>(f)];
+    st.mean = x[5 * f], st.min = x[5 * f + 1], st.max = x[5 * f + 2];
+    st.min_rank = static_cast<int>(x[5 * f + 3]), st.max_rank = static_cast<int>(x[5 * f + 4]);
+  }
+  s.slowest_rank = static_cast<int>(x[5 * kFields]);
+  flags = static_cast<std::uint32_t>(x[5 * kFields + 1]);
+  if (node_ == nullptr) return;
+  at::Tensor in = at::empty({3}, at::kDouble);
+  double* row = in.data_ptr<double>();
+  row[0] = control_.rank(), row[1] = own_busy_, row[2] = own_step_;
+  at::Tensor all;
+  if (node_->rank() == 0) all = at::empty({3 * node_->size()}, at::kDouble);
+  node_->gather(all, in, 0);
+  s.node_ranks.clear();
+  if (node_->rank() != 0) return;
+  const double* v = all.data_ptr<double>();
+  for (int r = 0; r < node_->size(); ++r) {
+    s.node_ranks.push_back({static_cast<int>(v[3 * r]), v[3 * r + 1], v[3 * r + 2]});
+  }
 }
 
 }  // namespace cohort::monitor

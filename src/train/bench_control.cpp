@@ -1,6 +1,5 @@
 #include "cohort/train/bench_control.hpp"
 
-#include <ATen/ops/empty.h>
 #include <ATen/ops/full.h>
 #include <ATen/ops/zeros.h>
 #include <unistd.h>
@@ -71,14 +70,26 @@ ControlBenchResult bench_control(const comm::MpiSession& session, env::Topology 
     std::filesystem::remove_all(dir);
   }
 
-  at::Tensor mine = at::zeros({monitor::kFields}, at::kDouble);
-  at::Tensor all = at::empty({static_cast<std::int64_t>(r.ranks) * monitor::kFields}, at::kDouble);
-  std::vector<double> summaries;
+  // The monitor's summary as a run makes it: the gather to rank 0, then share() as with
+  // monitor.http_port (every rank here is on one node, so the node gather spans them all).
+  auto node = comm->split(0, comm->rank());
+  monitor::MetricsAggregator aggregator(*comm, r.ranks, {}, node.get());
+  std::vector<double> summaries, shared;
   for (int i = 0; i < o.repeats; ++i) {
-    summaries.push_back(timed(*comm, [&] { comm->all_gather(all, mine); }));
+    aggregator.add({});
+    summaries.push_back(timed(*comm, [&] { aggregator.summarize({}, {}, {}); }));
+    aggregator.add({});
+    shared.push_back(timed(*comm, [&] {
+      auto s = aggregator.summarize({}, {}, {});
+      std::uint32_t flags = 0;
+      aggregator.share(s, flags);
+    }));
   }
   r.summary_s = median(summaries);
-  r.summary_bytes = all.numel() * static_cast<std::int64_t>(sizeof(double));
+  r.summary_shared_s = median(shared);
+  r.summary_bytes = static_cast<std::int64_t>(r.ranks) * monitor::kFields * sizeof(double);
+  r.summary_rank_bytes = 0;  // a gather sends the other ranks nothing
+  r.summary_shared_rank_bytes = monitor::MetricsAggregator::shared_bytes();
   return r;
 }
 

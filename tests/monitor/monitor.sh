@@ -2,7 +2,7 @@
 # The monitor end to end on 2 real ranks (mpirun):
 #  - consistency of metrics.jsonl (check_metrics.py), and metrics.prom parsed by promtool;
 #  - the live /metrics endpoint (monitor.http_port=0: any free port) answers while the run goes,
-#    bound to 127.0.0.1, and promtool parses what it serves;
+#    bound to 127.0.0.1, lists this node's ranks' busy times, and promtool parses what it serves;
 #  - `cohort top` follows the live run (off a terminal: a frame per change) and ends with it;
 #    `cohort top --once` shows a finished run;
 #  - a missing run directory is a one-line error with exit code 3 (report and top).
@@ -61,6 +61,14 @@ grep -q "^step 128/128 .* finished: epochs" <<<"$last_frame" || fail "top's last
 echo "top: followed the live run, $frames frames"
 [ $scraped = 1 ] || fail "the endpoint never served cohort_step"
 grep -q '^cohort_samples_per_second{' scrape.txt || fail "scrape: $(head scrape.txt)"
+# The node's endpoint lists its node's ranks (both are on this host), and the job's figures
+# rank 0 shared (cohort_ranks; the diagnosis gauges).
+for r in 0 1; do
+  grep -q "^cohort_rank_busy_seconds{.*rank=\"$r\"[,}].* [0-9]" scrape.txt ||
+    fail "scrape: no busy time of rank $r: $(grep rank_busy scrape.txt)"
+done
+grep -q '^cohort_ranks{.*} 2$' scrape.txt || fail "scrape: $(grep cohort_ranks scrape.txt)"
+grep -q '^cohort_diagnosis{.*rule="straggler".*} [01]$' scrape.txt || fail "scrape: no diagnosis gauge"
 if command -v promtool >/dev/null; then
   promtool check metrics <scrape.txt || fail "promtool rejects the endpoint's answer"
 fi

@@ -48,8 +48,11 @@ class Diagnoser {
   // `hosts[r]`: rank r's host, for naming a straggler (may be empty).
   explicit Diagnoser(Thresholds thresholds, std::vector<std::string> hosts = {});
   std::vector<Finding> observe(const Summary& summary);
-  // The rules firing at the last summary.
+  // The rules firing at the last summary, by name and as bits of kRules (for share()).
   std::vector<std::string> active() const;
+  std::uint32_t active_flags() const;
+  static std::vector<std::string> rules_of(std::uint32_t flags);
+  static constexpr const char* kRules[] = {"data-bound", "comm-bound", "straggler", "divergence"};
   // The finding for a loss that is not finite (NaN or Inf) at `step`.
   static Finding non_finite_loss(std::int64_t step, double loss);
 

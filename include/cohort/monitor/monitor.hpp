@@ -1,14 +1,16 @@
 // Monitor: what the trainer hands every step and every event to; it feeds the sinks.
 //
 // Protocol (every rank, in the same order, from the training thread):
-//  - the constructor is collective (it gathers the ranks' host names); rank 0 opens
+//  - the constructor is collective (it gathers the ranks' host names, and with
+//    monitor.http_port splits a communicator per node); rank 0 opens
 //    metrics.jsonl and writes a "run" record (schema version, ranks, hosts, Slurm job);
 //  - step(sample) after every optimizer step: rank 0 writes a "step" record and the console
-//    line; every monitor.summary_every steps all ranks take part in one all-gather (summarize),
-//    then rank 0 writes a "summary" record and (at most every 2 s, and at the end) the
-//    Prometheus textfile, local rank 0 updates its
-//    /metrics endpoint, and the diagnosis rules run (a new finding is a "diagnosis" record and a
-//    console line);
+//    line; every monitor.summary_every steps all ranks take part in one gather to rank 0
+//    (MetricsAggregator::summarize), rank 0 runs the diagnosis rules (a new finding is a
+//    "diagnosis" record and a console line) and writes a "summary" record and (at most every
+//    2 s, and at the end) the Prometheus textfile; with monitor.http_port, rank 0's figures are
+//    then shared (MetricsAggregator::share) and each node's local rank 0 updates its /metrics
+//    endpoint with them and its node's ranks' times;
 //  - event(record) from rank 0's view (checkpoints, signals, requeue, evaluation...): the record
 //    goes to metrics.jsonl as it is; other ranks' calls do nothing;
 //  - finish() is collective: a last summary of the steps since the previous one.
@@ -95,8 +97,9 @@ class Monitor {
   std::vector<std::string> hosts_;
   std::unique_ptr<JsonlSink> jsonl_;
   std::unique_ptr<ConsoleSink> console_;
+  std::unique_ptr<comm::Communicator> node_;  // this node's ranks, with monitor.http_port
   std::unique_ptr<MetricsAggregator> aggregator_;
-  std::unique_ptr<Diagnoser> diagnoser_;
+  std::unique_ptr<Diagnoser> diagnoser_;  // rank 0
   std::unique_ptr<ProcessSampler> process_;
   std::unique_ptr<GpuSampler> gpu_;
   struct Http;

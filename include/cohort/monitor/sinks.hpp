@@ -55,10 +55,12 @@ struct MetricSample {
   double value = 0;
 };
 
-// Gauges for one summary; `labels` go on every sample (job, run).
+// Gauges for one summary; `labels` go on every sample (job, run); `ranks`: the per-rank busy
+// times to export (the job's textfile: every rank; a node's endpoint: its node's ranks).
 std::vector<MetricSample> metric_samples(const Summary& summary, std::int64_t total_steps,
                                          const std::map<std::string, std::string>& labels,
-                                         const std::vector<std::string>& active_rules);
+                                         const std::vector<std::string>& active_rules,
+                                         const std::vector<RankTime>& ranks);
 std::string prometheus_text(const std::vector<MetricSample>& samples);
 
 enum class ConsoleMode { kAuto, kBar, kLines };

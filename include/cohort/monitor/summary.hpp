@@ -1,9 +1,16 @@
 // Cross-rank summaries: every monitor.summary_every steps each rank reduces its window of steps to
-// a few numbers (means per step), and one all-gather over the control communicator gives every
-// rank everyone's: the mean, min and max across ranks and which rank had each extreme.
+// a few numbers (means per step), and rank 0 gets everyone's: the mean, min and max across ranks,
+// which rank had each extreme, and every rank's busy and step time.
 //
-// Protocol: add() after every step on every rank; summarize() is collective (every rank calls it
-// at the same step), resets the window and returns the same Summary on every rank.
+// Protocol (every rank, at the same steps):
+//  - add() after every step;
+//  - summarize() is collective: one gather of kFields doubles per rank to rank 0 (O(R) bytes
+//    there, O(1) on every other rank; an all-gather would send all R rows to every rank, O(R^2)
+//    in all). It resets the window. Rank 0's Summary is complete; another rank's holds its own
+//    window (steps, loss, lr, throughput) and, as statistics, only its own figures;
+//  - share() is collective too, for runs whose nodes serve /metrics: rank 0's statistics and
+//    flags (the diagnosis rules firing) to every rank, a fixed number of bytes, and each node's
+//    ranks' busy and step times to the node's first rank (Summary::node_ranks).
 //
 // A slow rank does not show in the step time (every rank waits for it in the all-reduce) but in
 // the busy time, the step without the exposed communication: the straggler has the largest busy
@@ -55,12 +62,18 @@ struct FieldStats {
   int min_rank = 0, max_rank = 0;
 };
 
+struct RankTime {
+  int rank = 0;
+  double busy_s = 0, step_s = 0;
+};
+
 struct Summary {
   std::int64_t first_step = 0, step = 0;  // the window: steps first_step..step
   std::int64_t window_steps = 0;
   int ranks = 1;
   std::array<FieldStats, kFields> fields{};
-  std::vector<double> rank_busy, rank_step;    // per rank: busy and step time (s)
+  std::vector<double> rank_busy, rank_step;    // rank 0: every rank's busy and step time (s)
+  std::vector<RankTime> node_ranks;            // after share(), on a node's first rank: its ranks
   int slowest_rank = 0;                        // largest busy time
   double samples_per_s = 0, tokens_per_s = 0;  // all ranks, over the window's step time
   double loss = 0;                             // mean over the window
@@ -74,6 +87,9 @@ struct Summary {
   const FieldStats& operator[](Field f) const { return fields[static_cast<int>(f)]; }
 };
 
+// rank_busy and rank_step as RankTime, rank by rank.
+std::vector<RankTime> rank_times(const Summary& summary);
+
 nlohmann::json to_json(const Summary& summary);
 Summary summary_from_json(const nlohmann::json& record);  // throws on a malformed record
 
@@ -86,26 +102,34 @@ struct ModelCost {
 class MetricsAggregator {
  public:
   // `control`: a CPU (MPI) communicator over all ranks; `allreduce_ranks`: ranks of the gradient
-  // communicator (for the bus bandwidth).
-  MetricsAggregator(comm::Communicator& control, int allreduce_ranks, ModelCost cost);
+  // communicator (for the bus bandwidth); `node`: a CPU communicator over this node's ranks, for
+  // share() (nullptr: share() is not called).
+  MetricsAggregator(comm::Communicator& control, int allreduce_ranks, ModelCost cost,
+                    comm::Communicator* node = nullptr);
 
   void add(const StepSample& sample);
   std::int64_t window_steps() const { return steps_; }
   // Collective. `allreduce`: the gradient communicator's all-reduce totals now.
   Summary summarize(const ProcessSample& process, const GpuSample& gpu,
                     const comm::OpTotals& allreduce);
+  // Collective over the control and node communicators (see the protocol). `flags` is rank 0's
+  // on return everywhere. Bytes each rank other than 0 receives: shared_bytes().
+  void share(Summary& summary, std::uint32_t& flags);
+  static std::int64_t shared_bytes();
 
  private:
   std::array<double, kFields> local_fields(const ProcessSample& process, const GpuSample& gpu,
                                            const comm::OpTotals& allreduce) const;
 
   comm::Communicator& control_;
+  comm::Communicator* node_;
   int allreduce_ranks_;
   ModelCost cost_;
   std::int64_t steps_ = 0, first_step_ = 0, last_step_ = 0;
   double seconds_ = 0, loss_sum_ = 0, grad_norm_sum_ = 0, last_loss_ = 0, lr_ = 0;
   std::int64_t samples_ = 0, tokens_ = 0, grad_norms_ = 0;
   std::array<double, kPhases> phase_{};
+  double own_busy_ = 0, own_step_ = 0;  // this rank's, at the last summarize()
   comm::OpTotals allreduce_at_start_;
 };
 

@@ -99,9 +99,13 @@ BOOST_AUTO_TEST_CASE(straggler_named_after_enough_windows) {
   const std::vector<double> busy = {0.050, 0.051, 0.080, 0.049};  // rank 2, 59% over the median
   BOOST_TEST(d.observe(window(10, 0.08, busy)).empty());
   BOOST_TEST(d.observe(window(20, 0.08, busy)).empty());
+  BOOST_TEST(d.active_flags() == 0u);
   const auto found = d.observe(window(30, 0.08, busy));
   BOOST_TEST_REQUIRE(found.size() == 1u);
   BOOST_TEST(found[0].rule == "straggler");
+  // What share() sends the nodes' endpoints: the rule as a bit, and back as its name.
+  BOOST_TEST(d.active_flags() == 1u << 2);
+  BOOST_TEST(Diagnoser::rules_of(d.active_flags()) == d.active());
   BOOST_TEST(found[0].rank == 2);
   BOOST_TEST(found[0].message.find("rank 2 (n2)") != std::string::npos);
   // Another rank becomes the slow one: named again after its own streak.

@@ -79,7 +79,7 @@ BOOST_AUTO_TEST_CASE(metric_samples_cover_the_summary) {
   s.rank_busy = {0.01, 0.02};
   s.slowest_rank = 1;
   s.samples_per_s = 1234;
-  const auto samples = metric_samples(s, 100, {{"job", "7"}}, {"straggler"});
+  const auto samples = metric_samples(s, 100, {{"job", "7"}}, {"straggler"}, rank_times(s));
   const std::string text = prometheus_text(samples);
   BOOST_TEST(text.find("cohort_samples_per_second{job=\"7\"} 1234\n") != std::string::npos);
   BOOST_TEST(text.find("cohort_rank_busy_seconds{job=\"7\",rank=\"1\"} 0.02\n") !=
@@ -87,6 +87,10 @@ BOOST_AUTO_TEST_CASE(metric_samples_cover_the_summary) {
   BOOST_TEST(text.find("cohort_diagnosis{job=\"7\",rule=\"straggler\"} 1\n") != std::string::npos);
   BOOST_TEST(text.find("cohort_diagnosis{job=\"7\",rule=\"data-bound\"} 0\n") != std::string::npos);
   BOOST_TEST(text.find("cohort_gpu_") == std::string::npos);  // no NVML: no GPU gauges
+  // A node's endpoint: only the ranks it is given, under their own numbers.
+  const std::string node = prometheus_text(metric_samples(s, 100, {}, {}, {{5, 0.03, 0.04}}));
+  BOOST_TEST(node.find("cohort_rank_busy_seconds{rank=\"5\"} 0.03\n") != std::string::npos);
+  BOOST_TEST(node.find("rank=\"1\"") == std::string::npos);
 }
 
 BOOST_AUTO_TEST_CASE(history_drops_steps_a_restart_repeats) {
