@@ -277,8 +277,9 @@ nlohmann::json Parallelism::pipeline_report(comm::Communicator& control) const {
   mine[3] = totals_.wait_s;
   mine[4] = totals_.step_s;
   mine[5] = static_cast<double>(totals_.peak_memory_growth);
-  at::Tensor all = at::zeros({kFields * world}, at::kDouble);
-  control.all_gather(all, mine);
+  at::Tensor all;  // rank 0's: it writes the record
+  if (control.rank() == 0) all = at::zeros({kFields * world}, at::kDouble);
+  control.gather(all, mine, 0);
   if (control.rank() != 0) return nlohmann::json::object();
   nlohmann::json ranks = nlohmann::json::array();
   const auto* v = all.data_ptr<double>();

@@ -61,7 +61,7 @@ double Trainer::Impl::grad_norm(std::int64_t index) {
 // The bytes one micro-batch's forward left held for its backward (activations, the loss's
 // inputs), measured once per run as the growth of the host heap: metrics.jsonl's "memory" record.
 // With it, each rank's peak resident memory so far (start-up and that forward), and at the end of
-// start-up (the model built and the rank's part kept): all-gathers, every rank at the same step.
+// start-up (the model built and the rank's part kept): gathers, every rank at the same step.
 void Trainer::Impl::report_activations(std::int64_t bytes, std::int64_t index) {
   activations_reported = true;
   const auto peaks = peak_rss_of_ranks();
@@ -75,11 +75,14 @@ void Trainer::Impl::report_activations(std::int64_t bytes, std::int64_t index) {
        {"startup_peak_rss_bytes", startup}});
 }
 
-// Every rank's peak resident memory so far, in rank order. Collective over the control group.
+// Every rank's peak resident memory so far, in rank order, on rank 0 (who logs it; the other
+// ranks get none). Collective over the control group: a gather, O(R) bytes in all.
 std::vector<std::int64_t> Trainer::Impl::peak_rss_of_ranks(std::int64_t value) {
   at::Tensor mine = at::tensor({value >= 0 ? value : env::peak_rss_bytes()}, at::kLong);
-  at::Tensor all = at::zeros({control->size()}, at::kLong);
-  control->all_gather(all, mine);
+  at::Tensor all;
+  if (control->rank() == 0) all = at::zeros({control->size()}, at::kLong);
+  control->gather(all, mine, 0);
+  if (control->rank() != 0) return {};
   return {all.data_ptr<std::int64_t>(), all.data_ptr<std::int64_t>() + all.numel()};
 }
 
