@@ -57,7 +57,9 @@ std::vector<std::string> gather_hosts(comm::Communicator& control) {
   return hosts;
 }
 
-// The lowest rank on the same host: one color per node.
+// The lowest rank on the same host: one color per node. Split with the world rank as key, the
+// node's first rank is the session's node rank 0, the one that serves /metrics (MpiSession orders
+// its node communicator by world rank too).
 int node_color(const std::vector<std::string>& hosts, int rank) {
   int r = 0;
   while (hosts[static_cast<std::size_t>(r)] != hosts[static_cast<std::size_t>(rank)]) ++r;

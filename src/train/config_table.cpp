@@ -205,7 +205,7 @@ const std::vector<KeySpec>& config_table() {
        "per-step timing, cross-rank summaries, Prometheus file, diagnosis (off: loss records "
        "only)"},
       {COHORT_KEY(monitor, summary_every), K::kInt, "50",
-       "steps between cross-rank summaries (one small all-gather each)", "", 1, kNoLimit},
+       "steps between cross-rank summaries (one small gather to rank 0 each)", "", 1, kNoLimit},
       {COHORT_KEY(monitor, prom_file), K::kString, "metrics.prom",
        "Prometheus textfile, relative to train.run_dir unless absolute (\"\": none)"},
       {COHORT_KEY(monitor, tensorboard_dir), K::kString, "",
