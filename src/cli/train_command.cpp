@@ -1,9 +1,11 @@
 // `cohort train --config FILE [--set section.key=value ...] [--json]`: trains on every rank of the
 // launch (`cohort launch -n N -- cohort train ...` picks srun or mpirun) and prints a summary.
 #include <boost/program_options.hpp>
+#include <chrono>
 #include <cstdio>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "cohort/comm/allocator.hpp"
 #include "cohort/comm/mpi_session.hpp"
@@ -68,7 +70,10 @@ int run_train(const std::vector<std::string>& args, int* argc, char*** argv) {
   const auto config = train::Config::load(file, overrides);  // before MPI: errors come fast
   comm::tune_allocator(config.train.malloc_tuning);          // before anything allocates much
   const auto topology = env::detect(env::Environment::from_process());  // before MPI_Init
-  comm::MpiSession session(argc, argv);
+  if (config.debug.start_delay_rank == topology.rank) {
+    std::this_thread::sleep_for(std::chrono::seconds(config.debug.start_delay_s));
+  }
+  comm::MpiSession session(argc, argv, std::chrono::seconds(config.parallel.timeout_s));
   const auto s = run_reporting_node_faults(config, topology, session, vm.count("json") != 0);
   // Stopped by a signal after its checkpoint: every rank says "resume me" (75), so that srun's
   // and mpirun's exit status say it too.

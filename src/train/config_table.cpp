@@ -161,8 +161,9 @@ const std::vector<KeySpec>& config_table() {
       {COHORT_KEY(parallel, bucket_mb), K::kFloat, "25", "DDP bucket size in MiB", "", 0.001,
        65536},
       {COHORT_KEY(parallel, timeout_s), K::kInt, "600",
-       "a collective not done after this many seconds ends the run (watchdog, exit 76)", "", 1,
-       1073741824},
+       "a collective (MPI start-up included) not done after this many seconds ends the run "
+       "(watchdog, exit 76)",
+       "", 1, 1073741824},
       {COHORT_KEY(parallel, overlap), K::kBool, "false",
        "all-reduce buckets during backward (pays with spare cores or a GPU)"},
       {COHORT_KEY(parallel, zero), K::kInt, "0",
@@ -286,6 +287,10 @@ const std::vector<KeySpec>& config_table() {
       {COHORT_KEY(debug, device_fault_rank), K::kInt, "0", "...this rank", "", 0, kNoLimit},
       {COHORT_KEY(debug, doctor_fault), K::kString, "",
        "test hook: NODE:CHECK makes that pre-flight check fail on that node (cohort doctor)"},
+      {COHORT_KEY(debug, start_delay_rank), K::kInt, "-1",
+       "test hook: this rank of `cohort train` starts MPI late (a peer that does not join)...", "",
+       -1, kNoLimit},
+      {COHORT_KEY(debug, start_delay_s), K::kInt, "0", "...by this many seconds", "", 0, 1048576},
   };
   return table;
 }

@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # A diverging run stops on every rank at the same step with exit code 4 and a message naming the
-# step; a bad config stops before MPI starts, naming file, line and the nearest key (exit 2).
+# step; a bad config stops before MPI starts, naming file, line and the nearest key (exit 2); a
+# rank whose peer does not join MPI's start-up within parallel.timeout_s ends with the watchdog's
+# code 76 and a line saying so, instead of waiting forever (debug.start_delay_rank: rank 1 starts
+# 120 s late).
 set -euo pipefail
 cohort=$1 work=$2
 rm -rf "$work" && mkdir -p "$work" && cd "$work"
@@ -24,4 +27,17 @@ set -e
 [ "$rc" = 2 ] || fail "bad config: exit $rc, expected 2"
 [ "$err" = "cohort: error: bad.ini:5: data.batchsize: unknown key; did you mean 'data.batch_size'?" ] \
   || fail "bad config message: $err"
-echo "OK: $(grep -m1 -o 'training diverged at step [0-9]*' err.log) on both ranks (exit 4); $err"
+start=$(date +%s)
+set +e
+$MPIEXEC $MPIEXEC_FLAGS -np 2 "$cohort" train --set data.path=set.h5 --set train.run_dir=late \
+  --set parallel.timeout_s=5 --set debug.start_delay_rank=1 --set debug.start_delay_s=120 \
+  >late.log 2>&1
+rc=$?
+set -e
+took=$(($(date +%s) - start))
+[ "$rc" = 76 ] || { cat late.log >&2; fail "a peer that never joined: exit $rc, expected 76"; }
+grep -q "^cohort: watchdog: rank 0: MPI start-up not done after 5 s (parallel.timeout_s): a peer rank never joined" late.log ||
+  fail "no start-up watchdog line: $(cat late.log)"
+[ "$took" -lt 100 ] || fail "the start-up watchdog took $took s (timeout 5 s)"
+echo "OK: $(grep -m1 -o 'training diverged at step [0-9]*' err.log) on both ranks (exit 4); $err;" \
+  "a peer that never joined: exit 76 after $took s"

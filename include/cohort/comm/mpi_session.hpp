@@ -5,9 +5,12 @@
 // in which case it neither initialises nor finalises), duplicates MPI_COMM_WORLD into Cohort's own
 // communicator with errors returned (never aborting silently), and splits it by shared-memory node.
 // The destructor frees both communicators and finalises MPI; it never throws.
+// With `ready_within`, a start-up that is not done in that time (a peer rank that never joins)
+// ends the process with exit code 76, as the collective watchdog does.
 // The header keeps mpi.h out of its includers.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <memory>
 #include <string>
@@ -27,7 +30,8 @@ struct NodeLayout {
 
 class MpiSession {
  public:
-  MpiSession(int* argc, char*** argv);
+  explicit MpiSession(int* argc, char*** argv,
+                      std::chrono::seconds ready_within = std::chrono::seconds(0));
   ~MpiSession();
   MpiSession(const MpiSession&) = delete;
   MpiSession& operator=(const MpiSession&) = delete;

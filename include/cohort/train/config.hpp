@@ -195,7 +195,9 @@ struct DebugConfig {
   std::int64_t slow_ms = 0;
   std::int64_t device_fault_step = 0;
   std::int64_t device_fault_rank = 0;
-  std::string doctor_fault;  // "NODE:CHECK"
+  std::string doctor_fault;           // "NODE:CHECK"
+  std::int64_t start_delay_rank = 0;  // this rank enters MPI start-up start_delay_s late
+  std::int64_t start_delay_s = 0;
 };
 
 // Every setting, one struct per section, in config_sections() order.

@@ -4,12 +4,20 @@
 
 #include <algorithm>
 #include <array>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <map>
+#include <mutex>
 #include <set>
+#include <string>
+#include <thread>
 
 #include "cohort/comm/allocator.hpp"
 #include "cohort/env/environment.hpp"
+#include "cohort/error.hpp"
 #include "mpi_check.hpp"
 #include "mpi_session_impl.hpp"
 
@@ -36,13 +44,56 @@ MPI_Comm split_by_host(MPI_Comm world, int rank, int size) {
   return node;
 }
 
+// Ends the process with the watchdog's code (76) when MPI's start-up is not done within `limit`.
+// MPI_Init_thread, the world's duplicate and the node split are collectives over every rank: a
+// peer that never starts (or dies first) leaves this rank waiting in them forever, before any
+// communicator or its watchdog exists. MPI_Abort needs the start-up that did not finish, so the
+// process only says why and ends; the launcher then ends the others (mpirun, srun
+// --kill-on-bad-exit and cohort supervise all do).
+class StartupGuard {
+ public:
+  StartupGuard(std::chrono::seconds limit, int rank) {
+    if (limit.count() <= 0) return;
+    thread_ = std::thread([this, limit, rank] {
+      std::unique_lock<std::mutex> lock(mutex_);
+      if (wake_.wait_for(lock, limit, [this] { return done_; })) return;
+      const std::string line = "cohort: watchdog: rank " + std::to_string(rank) +
+                               ": MPI start-up not done after " + std::to_string(limit.count()) +
+                               " s (parallel.timeout_s): a peer rank never joined (it did not "
+                               "start, died first, or was started by another launch)\n";
+      std::fputs(line.c_str(), stderr);
+      std::fflush(stderr);
+      std::_Exit(static_cast<int>(ExitCode::kWatchdog));
+    });
+  }
+  ~StartupGuard() {
+    if (!thread_.joinable()) return;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      done_ = true;
+    }
+    wake_.notify_all();
+    thread_.join();
+  }
+  StartupGuard(const StartupGuard&) = delete;
+  StartupGuard& operator=(const StartupGuard&) = delete;
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  bool done_ = false;
+  std::thread thread_;
+};
+
 }  // namespace
 
-MpiSession::MpiSession(int* argc, char*** argv) : impl_(std::make_unique<Impl>()) {
+MpiSession::MpiSession(int* argc, char*** argv, std::chrono::seconds ready_within)
+    : impl_(std::make_unique<Impl>()) {
+  const auto topology = env::detect(env::Environment::from_process());
+  const StartupGuard guard(ready_within, topology.rank);
   tune_allocator();  // before MPI and torch allocate their large buffers
   int initialized = 0;
   COHORT_MPI_CHECK(MPI_Initialized(&initialized));
-  const auto topology = env::detect(env::Environment::from_process());
   if (!initialized && Rendezvous::needed(topology)) {
     impl_->rendezvous = std::make_unique<Rendezvous>(topology);
     impl_->rendezvous->prepare();
