@@ -45,13 +45,7 @@ void Diagnoser::fire(std::vector<Finding>& out, const std::string& rule, bool fi
   was = firing;
 }
 
-std::vector<std::string> Diagnoser::active() const {
-  std::vector<std::string> out;
-  for (const auto& [rule, on] : active_) {
-    if (on) out.push_back(rule);
-  }
-  return out;
-}
+std::vector<std::string> Diagnoser::active() const { return rules_of(active_flags()); }
 
 std::uint32_t Diagnoser::active_flags() const {
   std::uint32_t flags = 0;
