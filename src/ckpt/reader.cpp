@@ -13,18 +13,19 @@ namespace cohort::ckpt {
 namespace {
 
 // Elements [from, from + count) of `slice` into `at`; verified (a whole slice), the checksum is
-// taken piece by piece as the pieces arrive.
-void read_slice(ShardReader& reader, const TensorEntry& entry, const SliceEntry& slice,
-                std::int64_t from, std::int64_t count, void* at, bool verify,
-                const std::string& file) {
+// taken piece by piece as the pieces arrive. Returns the bytes matched to the checksum.
+std::int64_t read_slice(ShardReader& reader, const TensorEntry& entry, const SliceEntry& slice,
+                        std::int64_t from, std::int64_t count, void* at, bool verify,
+                        const std::string& file) {
   if (!verify) {
     reader.read(entry.name, entry.dtype, from, count, at);
-    return;
+    return 0;
   }
   io::StreamingChecksum checksum;
   reader.read(entry.name, entry.dtype, from, count, at, checksum);
   COHORT_CHECK(checksum.result() == slice.checksum, IoError, file, ": slice ", entry.name,
                " does not match its checksum");
+  return count * dtype_bytes(entry.dtype);
 }
 
 }  // namespace
@@ -47,9 +48,15 @@ ShardReader& CheckpointReader::shard(int index) {
 }
 
 void CheckpointReader::read(const TensorEntry& entry, void* out, bool verify) {
+  read(entry, out, [verify](std::size_t) { return verify; });
+}
+
+void CheckpointReader::read(const TensorEntry& entry, void* out,
+                            const std::function<bool(std::size_t)>& checked) {
   const std::int64_t element = dtype_bytes(entry.dtype);
   auto* base = static_cast<unsigned char*>(out);
-  for (const auto& slice : entry.slices) {
+  for (std::size_t i = 0; i < entry.slices.size(); ++i) {
+    const SliceEntry& slice = entry.slices[i];
     // Manifest::parse checked that every slice names an existing shard.
     const std::string file =
         path_ + "/" + manifest_.shards[static_cast<std::size_t>(slice.shard)].file;
@@ -57,7 +64,7 @@ void CheckpointReader::read(const TensorEntry& entry, void* out, bool verify) {
     COHORT_CHECK(reader.slice_offset(entry.name) == slice.offset, IoError, file, ": slice ",
                  entry.name, " does not start where the manifest says");
     void* at = base + slice.offset * element;
-    read_slice(reader, entry, slice, 0, slice.count, at, verify, file);
+    checked_bytes_ += read_slice(reader, entry, slice, 0, slice.count, at, checked(i), file);
   }
 }
 
@@ -81,13 +88,15 @@ void CheckpointReader::read_range(const TensorEntry& entry, std::int64_t offset,
     unsigned char* at = base + (begin - offset) * element;
     const bool whole_slice = begin == slice.offset && end == slice.offset + slice.count;
     if (!verify || whole_slice) {
-      read_slice(reader, entry, slice, begin - slice.offset, end - begin, at, verify, file);
+      checked_bytes_ +=
+          read_slice(reader, entry, slice, begin - slice.offset, end - begin, at, verify, file);
     } else {
       // The slice's own size, which the shard file was checked to back.
       std::vector<unsigned char> whole(static_cast<std::size_t>(slice.count * element));
       reader.read(entry.name, entry.dtype, 0, slice.count, whole.data());
       COHORT_CHECK(io::bytes_checksum(whole.data(), whole.size()) == slice.checksum, IoError, file,
                    ": slice ", entry.name, " does not match its checksum");
+      checked_bytes_ += static_cast<std::int64_t>(whole.size());
       std::memcpy(at, whole.data() + (begin - slice.offset) * element,
                   static_cast<std::size_t>((end - begin) * element));
     }

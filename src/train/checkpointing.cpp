@@ -79,6 +79,8 @@ TrainCheckpoints::TrainCheckpoints(const TrainConfig& config, std::string config
   const auto job = slurm::current_job(env::Environment::from_process());
   if (job.in_job) attempt_ = job.job_id + "-" + std::to_string(job.restart_count);
   nodes_ = std::max(1, session.size() / std::max(1, session.node_size()));
+  node_rank_ = session.node_rank();
+  node_size_ = session.node_size();
 }
 
 void TrainCheckpoints::set_layout(int data, int tensor_rank, int tensor,
@@ -259,8 +261,14 @@ std::optional<ResumePoint> TrainCheckpoints::resume(std::int64_t batch_size, std
                  ": rank_state is ", c.rank_state.size(), " bytes, not a random generator state (",
                  generator_bytes, " bytes)");
   };
-  const auto loaded = ckpt::load_latest(dir_, wanted, *comm_, options_.verify, progress, plausible,
-                                        tensor_reshard_source(split_, tensor_));
+  ckpt::LoadOptions load;
+  load.verify = options_.verify;
+  load.node_rank = node_rank_;
+  load.node_size = node_size_;
+  load.warnings = progress;
+  load.check = plausible;
+  load.source = tensor_reshard_source(split_, tensor_);
+  const auto loaded = ckpt::load_latest(dir_, wanted, *comm_, load);
   if (!loaded) {
     optimizer_.state().clear();  // a fresh start: the optimizer creates its own state
     // A candidate may have been read into the model half-way: its initial values made again.

@@ -147,7 +147,8 @@ class TrainCheckpoints {
   std::exception_ptr writer_error_;
   std::future<void> snapshot_;  // ready once the writer holds its copy
   int nodes_ = 1;
-  int data_ = 0;  // data-parallel replicas (0: every rank is one)
+  int node_rank_ = 0, node_size_ = 1;  // this rank's place on its node (a load's shared checks)
+  int data_ = 0;                       // data-parallel replicas (0: every rank is one)
   int tensor_rank_ = 0, tensor_ = 1;
   std::map<std::string, pipeline::SplitLayout> split_;
   bool part_values_ = false;

@@ -200,7 +200,8 @@ const std::vector<KeySpec>& config_table() {
       {COHORT_KEY(checkpoint, resume), K::kBool, "true",
        "start from the newest valid checkpoint in checkpoint.dir when there is one"},
       {COHORT_KEY(checkpoint, verify), K::kBool, "true",
-       "check every slice's checksum when loading"},
+       "check every slice's checksum when loading (on every node; ranks that load the same "
+       "tensors share a node's checks)"},
       // [monitor]
       {COHORT_KEY(monitor, enabled), K::kBool, "true",
        "per-step timing, cross-rank summaries, Prometheus file, diagnosis (off: loss records "

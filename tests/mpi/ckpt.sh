@@ -2,8 +2,11 @@
 # Sharded checkpoints through real mpirun ranks and real files (tests/tools/ckpt_probe):
 #  - saved by 3 ranks, then by 2; loaded by 1, 2 and 3 ranks: every tensor (float32, float64,
 #    channels-last, bfloat16, int64, bool) comes back exactly, whatever world size wrote it;
+#  - the ranks of one node share the checksum checks when they want the same tensors, and each
+#    checks all it reads when they do not;
 #  - one flipped byte in a shard: the checksum catches it, the load falls back to the previous
-#    checkpoint with a warning naming the file; without verification the corruption gets through;
+#    checkpoint with a warning naming the file, also when another rank than 0 checks that slice;
+#    without verification the corruption gets through;
 #  - a manifest naming a shard outside its directory (../../x) is rejected; a missing shard too;
 #  - leftovers of interrupted saves are ignored by the loader and removed by clean_partial();
 #  - `cohort ckpt list|inspect|verify`: verify exits 0 on a clean checkpoint and 3 naming the
@@ -25,6 +28,22 @@ done
 out=$(run 2 "$probe" load ck)
 echo "$out" | grep -q '"rank_state":"rank 0 at 20"' || fail "same world size: no rank state: $out"
 echo "resharding: written by 2 ranks, loaded exactly by 1, 2 and 3"
+
+# Checks shared by the ranks of a node (all ranks here are on one host): when every rank wants the
+# same tensors, each slice is matched to its checksum by one rank of the node, so the ranks'
+# checked bytes add up to the checkpoint's once; when the ranks want different tensors
+# (`uneven`), each rank checks all it reads.
+field() { /usr/bin/python3 -c 'import json,sys; print(json.loads(sys.stdin.read().strip().splitlines()[-1])[sys.argv[1]])' "$1"; }
+total=$(run 1 "$probe" load ck | field checked_bytes)
+[ "$total" -gt 10000 ] || fail "one rank checked $total bytes"
+for n in 2 3; do
+  out=$(run "$n" "$probe" load ck)
+  [ "$(echo "$out" | field checked_bytes_all)" = "$total" ] && \
+    [ "$(echo "$out" | field checked_bytes)" -lt "$total" ] || fail "$n ranks, shared checks: $out"
+done
+out=$(run 2 "$probe" load ck uneven)
+[ "$(echo "$out" | field checked_bytes)" = "$total" ] || fail "uneven lists, rank 0 checked: $out"
+echo "shared checks: $total bytes checked once by 2 and 3 ranks of one node; all by each when uneven"
 
 # Tensors held in parts (ZeRO's optimizer state): written in parts by 3 ranks, loaded whole by 1
 # and 2 and in other parts by 2 and 4 (with and without verification); written whole by 2,
@@ -66,6 +85,23 @@ grep -q "skipping checkpoint .*step-00000020.*shard-00000-of-00002.h5.*checksum"
 rc=0; run 2 "$probe" load ck noverify >/dev/null 2>&1 || rc=$?
 [ "$rc" != 0 ] || fail "without verification the corrupt tensor should have been loaded"
 echo "a flipped byte: caught by its checksum, fell back to step 10"
+
+# One flipped byte in a slice rank 1 checks for both (fc.weight's second slice, in rank 1's shard:
+# element 2000 = 1020.0 = bytes 00 00 7f 44): both ranks fall back, rank 1 names the slice.
+rm -rf ck/step-00000020 && cp -r pristine ck/step-00000020
+/usr/bin/python3 - ck/step-00000020/shard-00001-of-00002.h5 <<'PY'
+import sys
+data = bytearray(open(sys.argv[1], "rb").read())
+at = data.find(bytes([0x00, 0x00, 0x7f, 0x44]))
+assert at > 0, "value not found"
+data[at + 2] ^= 0x01
+open(sys.argv[1], "wb").write(data)
+PY
+out=$(run 2 "$probe" load ck 2>err.txt) || fail "no fallback after corruption: $(cat err.txt)"
+[ "$(echo "$out" | step_of)" = 10 ] || fail "loaded $out instead of falling back to step 10"
+grep -q "skipping checkpoint .*step-00000020.*shard-00001-of-00002.h5: slice fc.weight .*checksum" \
+  err.txt || fail "the warning does not name rank 1's slice: $(cat err.txt)"
+echo "a flipped byte that rank 1 alone checks: both ranks fell back to step 10"
 
 # A manifest whose shard path leaves the directory; then a missing shard.
 rm -rf ck/step-00000020 && cp -r pristine ck/step-00000020

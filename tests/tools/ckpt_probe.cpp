@@ -4,10 +4,12 @@
 //                                 with `parts`, each rank holds only its part of fc.weight and
 //                                 fc.bias (as ZeRO's ranks hold optimizer state), cut unevenly
 //   ckpt_probe clean DIR          removes leftovers of interrupted saves; prints how many
-//   ckpt_probe load DIR [noverify] [parts]  loads the newest valid checkpoint; checks every
-//                                 tensor (or, with `parts`, this rank's part of the two) equals
-//                                 what `save` wrote for the loaded step; prints one JSON line
-//                                 from rank 0: {"step", "world_size_then", "rank_state"}
+//   ckpt_probe load DIR [noverify] [parts] [uneven]  loads the newest valid checkpoint; checks
+//                                 every tensor (or, with `parts`, this rank's part of the two)
+//                                 equals what `save` wrote for the loaded step (with `uneven`,
+//                                 odd ranks want the last tensor less); prints one JSON line from
+//                                 rank 0: {"step", "world_size_then", "rank_state",
+//                                 "checked_bytes" (rank 0's), "checked_bytes_all" (every rank's)}
 // Exit 0 on success, 1 when a loaded tensor differs, 3 (IoError) when nothing loads.
 #include <ATen/TensorOperators.h>
 #include <ATen/ops/arange.h>
@@ -70,13 +72,30 @@ int save(const std::string& dir, std::int64_t step, bool parts, cohort::comm::Co
   return 0;
 }
 
-int load(const std::string& dir, bool verify, bool parts, cohort::comm::Communicator& comm) {
-  // Wrong content, right names, dtypes, shapes and layouts.
-  auto into = parts ? as_parts(tensors(-1), comm.rank(), comm.size()) : tensors(-1);
-  const auto loaded = cohort::ckpt::load_latest(dir, into, comm, verify, stderr);
+struct LoadHow {
+  bool verify = true, parts = false, uneven = false;
+};
+
+// The tensors a rank loads: with `uneven`, odd ranks want one tensor fewer (the last).
+std::vector<cohort::ckpt::NamedTensor> wanted(std::int64_t step, const LoadHow& how,
+                                              cohort::comm::Communicator& comm) {
+  auto all = how.parts ? as_parts(tensors(step), comm.rank(), comm.size()) : tensors(step);
+  if (how.uneven && comm.rank() % 2 == 1) all.pop_back();
+  return all;
+}
+
+int load(const std::string& dir, const LoadHow& how, const cohort::comm::MpiSession& session,
+         cohort::comm::Communicator& comm) {
+  auto into = wanted(-1, how, comm);  // wrong content, right names, dtypes, shapes and layouts
+  cohort::ckpt::LoadOptions options;
+  options.verify = how.verify;
+  options.node_rank = session.node_rank();
+  options.node_size = session.node_size();
+  options.warnings = stderr;
+  const auto loaded = cohort::ckpt::load_latest(dir, into, comm, options);
   COHORT_CHECK(loaded.has_value(), cohort::IoError, dir, ": no valid checkpoint");
   const auto step = loaded->manifest.step;
-  const auto expected = parts ? as_parts(tensors(step), comm.rank(), comm.size()) : tensors(step);
+  const auto expected = wanted(step, how, comm);
   for (std::size_t i = 0; i < into.size(); ++i) {
     if (!at::equal(into[i].tensor, expected[i].tensor)) {
       std::fprintf(stderr, "rank %d: %s differs after loading\n", comm.rank(),
@@ -84,10 +103,14 @@ int load(const std::string& dir, bool verify, bool parts, cohort::comm::Communic
       return 1;
     }
   }
+  at::Tensor checked = at::tensor({loaded->checked_bytes}, at::kLong);
+  comm.all_reduce(checked);
   if (comm.rank() == 0) {
     std::cout << nlohmann::json{{"step", loaded->manifest.step},
                                 {"world_size_then", loaded->manifest.world_size},
-                                {"rank_state", loaded->rank_state}}
+                                {"rank_state", loaded->rank_state},
+                                {"checked_bytes", loaded->checked_bytes},
+                                {"checked_bytes_all", checked.item<std::int64_t>()}}
                      .dump()
               << "\n";
   }
@@ -112,8 +135,12 @@ int main(int argc, char** argv) {
     if (mode == "save" && argc >= 4) {
       return save(argv[2], std::stoll(argv[3]), flag("parts"), *comm);
     }
-    if (mode == "load" && argc >= 3) return load(argv[2], !flag("noverify"), flag("parts"), *comm);
-    std::fprintf(stderr, "usage: ckpt_probe save DIR STEP [parts] | load DIR [noverify] [parts]\n");
+    if (mode == "load" && argc >= 3) {
+      return load(argv[2], {!flag("noverify"), flag("parts"), flag("uneven")}, session, *comm);
+    }
+    std::fprintf(stderr,
+                 "usage: ckpt_probe save DIR STEP [parts] | load DIR [noverify] [parts] "
+                 "[uneven]\n");
     return 2;
   } catch (const cohort::IoError& e) {
     std::fprintf(stderr, "ckpt_probe: %s\n", e.what());

@@ -126,7 +126,8 @@ std::string save_checkpoint(const std::string& dir, const SaveRequest& request,
 struct LoadedCheckpoint {
   std::string path;  // the step directory taken
   Manifest manifest;
-  std::string rank_state;  // this rank's, when the world size is unchanged; else empty
+  std::string rank_state;          // this rank's, when the world size is unchanged; else empty
+  std::int64_t checked_bytes = 0;  // the bytes of slices this rank matched to their checksums
 };
 
 // What a caller checks of a candidate before it is taken: the candidate, and the values read for
@@ -146,14 +147,26 @@ using TensorSource = std::function<bool(CheckpointReader& reader, const NamedTen
 // newest first (fixed-width step numbers). Empty when `dir` has none or is not there.
 std::vector<std::string> checkpoint_candidates(const std::string& dir);
 
+struct LoadOptions {
+  bool verify = true;  // every slice read must match its checksum
+  // This rank's place among the ranks of its node (comm::MpiSession::node_rank/node_size). They
+  // read the checkpoint through the node's one page cache: when every rank wants the same
+  // tensors (plain data parallelism; load_latest checks it), each slice of a tensor read whole
+  // is matched to its checksum by one rank of each node, (tensor's index + slice's index) modulo
+  // node_size, not by all of them. Every slice is still checked on every node.
+  int node_rank = 0;
+  int node_size = 1;
+  std::FILE* warnings = nullptr;  // one line per rejected candidate (from one rank)
+  CandidateCheck check;           // what the caller checks of a candidate besides its files
+  TensorSource source;            // wanted tensors stored under other names
+};
+
 // Collective. Fills every tensor of `into` (same names, dtypes, shapes; a part is read from
 // whatever slices cover it, so any stored layout loads into any wanted one) from the newest valid
-// checkpoint in `dir` that also passes `check` on every rank; nullopt when there is none.
-// Warnings go to `warnings` (rank 0 only).
+// checkpoint in `dir` that also passes `options.check` on every rank; nullopt when there is none.
+// A rejected candidate's warning comes from the lowest rank that found a problem, naming it.
 std::optional<LoadedCheckpoint> load_latest(const std::string& dir, std::vector<NamedTensor>& into,
-                                            comm::Communicator& comm, bool verify,
-                                            std::FILE* warnings, const CandidateCheck& check = {},
-                                            const TensorSource& source = {});
+                                            comm::Communicator& comm, const LoadOptions& options);
 
 // Removes the leftovers of interrupted saves (is_partial_save_name) from <dir>, nothing else.
 // Rank 0 calls it at start-up.

@@ -8,6 +8,9 @@
 // the file and the slice.
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 
@@ -26,11 +29,16 @@ class CheckpointReader {
   // Fills `out` with the entry's numel() elements of its dtype, in row-major order, from its
   // slices; with `verify`, each slice must match its checksum.
   void read(const TensorEntry& entry, void* out, bool verify);
+  // The same, matching to their checksums only the slices `checked` picks (by their index in
+  // entry.slices): the others are read unchecked, for a caller that has them checked elsewhere.
+  void read(const TensorEntry& entry, void* out, const std::function<bool(std::size_t)>& checked);
   // Fills `out` with the elements [offset, offset + count) of the entry (a part, as ZeRO's ranks
   // hold them) from the slices that cover them. With `verify`, a slice only partly wanted is
   // still read whole to match its checksum (one slice's bytes of scratch at a time).
   void read_range(const TensorEntry& entry, std::int64_t offset, std::int64_t count, void* out,
                   bool verify);
+  // The bytes of slices this reader has matched to their checksums so far.
+  std::int64_t checked_bytes() const { return checked_bytes_; }
   // The opaque state the rank `rank` wrote (empty when no shard of that rank exists).
   std::string rank_state(int rank);
 
@@ -40,6 +48,7 @@ class CheckpointReader {
   std::string path_;
   Manifest manifest_;
   std::map<int, ShardReader> shards_;
+  std::int64_t checked_bytes_ = 0;
 };
 
 }  // namespace cohort::ckpt
