@@ -60,16 +60,21 @@ out=$(run 3 "$probe" load zp parts) || fail "whole saved by 2, loaded in parts b
 "$cohort" ckpt verify zp/step-00000010 >/dev/null || fail "ckpt verify refuses the parts' checkpoint"
 echo "parts: written in parts by 3 ranks, loaded whole by 1 and 2 and in other parts by 2 and 4"
 
-# One flipped byte inside fc.weight's data (value 20.5 = bytes 00 00 a4 41) of rank 0's shard.
-cp -r ck/step-00000020 pristine
-/usr/bin/python3 - ck/step-00000020/shard-00000-of-00002.h5 <<'PY'
+# flip FILE HEX: flips one bit of the third byte of the first occurrence of the bytes HEX in FILE.
+flip() {
+  /usr/bin/python3 - "$1" "$2" <<'PY'
 import sys
 data = bytearray(open(sys.argv[1], "rb").read())
-at = data.find(bytes([0x00, 0x00, 0xa4, 0x41]))
+at = data.find(bytes.fromhex(sys.argv[2]))
 assert at > 0, "value not found"
 data[at + 2] ^= 0x01
 open(sys.argv[1], "wb").write(data)
 PY
+}
+
+# One flipped byte inside fc.weight's data (value 20.5 = bytes 00 00 a4 41) of rank 0's shard.
+cp -r ck/step-00000020 pristine
+flip ck/step-00000020/shard-00000-of-00002.h5 0000a441
 out=$(run 2 "$probe" load ck 2>err.txt) || fail "no fallback after corruption: $(cat err.txt)"
 "$cohort" ckpt verify pristine >/dev/null || fail "ckpt verify: the pristine copy is not clean"
 rc=0; "$cohort" ckpt verify ck >verify.txt 2>&1 || rc=$?
@@ -89,14 +94,7 @@ echo "a flipped byte: caught by its checksum, fell back to step 10"
 # One flipped byte in a slice rank 1 checks for both (fc.weight's second slice, in rank 1's shard:
 # element 2000 = 1020.0 = bytes 00 00 7f 44): both ranks fall back, rank 1 names the slice.
 rm -rf ck/step-00000020 && cp -r pristine ck/step-00000020
-/usr/bin/python3 - ck/step-00000020/shard-00001-of-00002.h5 <<'PY'
-import sys
-data = bytearray(open(sys.argv[1], "rb").read())
-at = data.find(bytes([0x00, 0x00, 0x7f, 0x44]))
-assert at > 0, "value not found"
-data[at + 2] ^= 0x01
-open(sys.argv[1], "wb").write(data)
-PY
+flip ck/step-00000020/shard-00001-of-00002.h5 00007f44
 out=$(run 2 "$probe" load ck 2>err.txt) || fail "no fallback after corruption: $(cat err.txt)"
 [ "$(echo "$out" | step_of)" = 10 ] || fail "loaded $out instead of falling back to step 10"
 grep -q "skipping checkpoint .*step-00000020.*shard-00001-of-00002.h5: slice fc.weight .*checksum" \
