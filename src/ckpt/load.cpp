@@ -114,7 +114,8 @@ CheckShare share_checks(const std::vector<NamedTensor>& into, comm::Communicator
   at::Tensor range = at::tensor({mine, -mine}, at::kLong);
   comm.all_reduce(range, {comm::ReduceOp::kMax});
   const auto* r = range.data_ptr<std::int64_t>();
-  share.shared = r[0] == -r[1] && options.node_size > 1;
+  share.shared = r[0] == -r[1] && options.node_size > 1 && options.node_rank >= 0 &&
+                 options.node_rank < options.node_size;
   return share;
 }
 

@@ -149,11 +149,13 @@ std::vector<std::string> checkpoint_candidates(const std::string& dir);
 
 struct LoadOptions {
   bool verify = true;  // every slice read must match its checksum
-  // This rank's place among the ranks of its node (comm::MpiSession::node_rank/node_size). They
-  // read the checkpoint through the node's one page cache: when every rank wants the same
-  // tensors (plain data parallelism; load_latest checks it), each slice of a tensor read whole
-  // is matched to its checksum by one rank of each node, (tensor's index + slice's index) modulo
-  // node_size, not by all of them. Every slice is still checked on every node.
+  // This rank's place among the ranks of its node (comm::MpiSession::node_rank/node_size; every
+  // one of them must be a rank of the load's communicator). They read the checkpoint through the
+  // node's one page cache: when every rank wants the same tensors (plain data parallelism;
+  // load_latest checks it), each slice of a tensor read whole is matched to its checksum by one
+  // rank of each node, not by all of them (the slices in reading order cut into node_size runs
+  // of about equal bytes, run r checked by node rank r). Every slice is still checked on every
+  // node. Anything else (node_size 1, a rank outside [0, node_size)): every rank checks all.
   int node_rank = 0;
   int node_size = 1;
   std::FILE* warnings = nullptr;  // one line per rejected candidate (from one rank)
