@@ -12,6 +12,7 @@
 #include "cohort/ckpt/reader.hpp"
 #include "cohort/comm/communicator.hpp"
 #include "cohort/error.hpp"
+#include "cohort/io/checksum.hpp"
 
 namespace cohort::ckpt {
 
@@ -78,18 +79,13 @@ struct CheckShare {
   }
 };
 
-// Equal on two ranks that want the same tensors (names, dtypes, shapes, parts): FNV-1a over
-// their description, kept to 62 bits so that it and its negation fit an int64.
+// Equal on two ranks that want the same tensors (names, dtypes, shapes, parts): the XXH3 of their
+// description, kept to 62 bits so that it and its negation fit an int64.
 std::int64_t wanted_fingerprint(const std::vector<NamedTensor>& into) {
-  std::uint64_t h = 14695981039346656037ull;
-  const auto add = [&h](const void* data, std::size_t bytes) {
-    for (std::size_t k = 0; k < bytes; ++k) {
-      h = (h ^ static_cast<const unsigned char*>(data)[k]) * 1099511628211ull;
-    }
-  };
-  const auto add_number = [&add](std::int64_t v) { add(&v, sizeof v); };
+  io::StreamingChecksum sum;
+  const auto add_number = [&sum](std::int64_t v) { sum.add(&v, sizeof v); };
   for (const auto& want : into) {
-    add(want.name.data(), want.name.size() + 1);
+    sum.add(want.name.c_str(), want.name.size() + 1);
     add_number(static_cast<std::int64_t>(want.tensor.scalar_type()));
     for (const auto d : want.tensor.sizes()) add_number(d);
     add_number(want.part ? want.part->offset : -1);
@@ -97,7 +93,7 @@ std::int64_t wanted_fingerprint(const std::vector<NamedTensor>& into) {
       for (const auto d : want.part->shape) add_number(d);
     }
   }
-  return static_cast<std::int64_t>(h >> 2);
+  return static_cast<std::int64_t>(io::parse_checksum(sum.result()) >> 2);
 }
 
 // Collective: whether the ranks may share the checks. One all-reduce of two numbers; a rank
