@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "cohort/comm/allocator.hpp"
+#include "cohort/comm/faults.hpp"
 #include "cohort/comm/mpi_session.hpp"
 #include "cohort/env/environment.hpp"
 #include "cohort/env/system_info.hpp"
@@ -34,7 +35,14 @@ train::TrainSummary run_reporting_node_faults(const train::Config& config,
     train::Trainer trainer(config, session, env::to_string(topology.launcher));
     return trainer.run(json ? stderr : stdout);
   } catch (const std::exception& e) {
-    if (!train::is_device_fault(e)) throw;
+    if (!train::is_device_fault(e)) {
+      // LibTorch's out-of-memory or invalid device ordinal: the job's settings (exit 2), not a bug.
+      if (dynamic_cast<const Error*>(&e) == nullptr &&
+          comm::classify_message(e.what()) == comm::FaultClass::kConfiguration) {
+        throw ConfigError(e.what());
+      }
+      throw;
+    }
     const std::string node = topology.host.empty() ? env::hostname() : topology.host;
     train::report_node_fault(config, node, std::string("device fault: ") + e.what());
     std::fprintf(stderr, "cohort: error: rank %d on node %s: device fault: %s\n", session.rank(),

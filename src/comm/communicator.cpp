@@ -2,6 +2,7 @@
 
 #include <ATen/core/Tensor.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <sstream>
 
@@ -152,9 +153,9 @@ Call make_call(Communicator::OpKind kind, const at::Tensor* out, const at::Tenso
 
 }  // namespace
 
-WorkPtr Communicator::issue(OpKind kind, const at::Tensor* out, const at::Tensor* in, int peer,
-                            int tag, bool blocking, const CollectiveOptions& options) {
-  Call call = make_call(kind, out, in, peer, tag, blocking);
+// Validates `call`, records it in the flight recorder and sets `on_done` to mark it finished there.
+Communicator::Call Communicator::record(Call call, const CollectiveOptions& options,
+                                        std::function<void()>* on_done) {
   call.op = options.op;
   validate(call);
   const at::Tensor* t = call.has_in ? &call.in : (call.has_out ? &call.out : nullptr);
@@ -170,10 +171,19 @@ WorkPtr Communicator::issue(OpKind kind, const at::Tensor* out, const at::Tensor
       record.start + (options.timeout.count() > 0 ? options.timeout : options_.timeout);
   recorder_->started(record);
   std::weak_ptr<FlightRecorder> recorder = recorder_;
-  const std::uint64_t seq = record.seq;
-  WorkPtr work = run(call, [recorder, seq] {
+  *on_done = [recorder, seq = record.seq] {
     if (const auto r = recorder.lock()) r->finished(seq);
-  });
+  };
+  return call;
+}
+
+WorkPtr Communicator::issue(OpKind kind, const at::Tensor* out, const at::Tensor* in, int peer,
+                            int tag, bool blocking, const CollectiveOptions& options) {
+  reap_in_flight();
+  std::function<void()> on_done;
+  const Call call = record(make_call(kind, out, in, peer, tag, blocking), options, &on_done);
+  const std::uint64_t seq = next_seq_ - 1;
+  WorkPtr work = run(call, std::move(on_done));
   // Completion the backend sees only when asked (a posted send or receive): the watchdog asks.
   recorder_->set_probe(seq, [weak = std::weak_ptr<Work>(work)] {
     const auto w = weak.lock();
@@ -181,6 +191,48 @@ WorkPtr Communicator::issue(OpKind kind, const at::Tensor* out, const at::Tensor
   });
   return work;
 }
+
+std::vector<WorkPtr> Communicator::p2p_group_async(const std::vector<Transfer>& transfers,
+                                                   const CollectiveOptions& options) {
+  reap_in_flight();
+  std::vector<Call> calls;
+  std::vector<std::function<void()>> on_done(transfers.size());
+  const std::uint64_t first = next_seq_;
+  for (std::size_t i = 0; i < transfers.size(); ++i) {
+    const Transfer& t = transfers[i];
+    const OpKind kind = t.send ? OpKind::kSend : OpKind::kRecv;
+    calls.push_back(record(make_call(kind, t.send ? nullptr : &t.tensor,
+                                     t.send ? &t.tensor : nullptr, t.peer, t.tag, false),
+                           options, &on_done[i]));
+  }
+  std::vector<WorkPtr> works = run_group(calls, std::move(on_done));
+  COHORT_CHECK(works.size() == calls.size(), Error, "p2p group: the backend returned ",
+               works.size(), " works for ", calls.size(), " transfers");
+  for (std::size_t i = 0; i < works.size(); ++i) {
+    recorder_->set_probe(first + i, [weak = std::weak_ptr<Work>(works[i])] {
+      const auto w = weak.lock();
+      return !w || w->poll();
+    });
+  }
+  return works;
+}
+
+std::vector<WorkPtr> Communicator::run_group(const std::vector<Call>& calls,
+                                             std::vector<std::function<void()>> on_done) {
+  std::vector<WorkPtr> works;
+  for (std::size_t i = 0; i < calls.size(); ++i) works.push_back(run(calls[i], on_done[i]));
+  return works;
+}
+
+void Communicator::keep_in_flight(const WorkPtr& work) { in_flight_.push_back(work); }
+
+void Communicator::reap_in_flight() {
+  in_flight_.erase(std::remove_if(in_flight_.begin(), in_flight_.end(),
+                                  [](const WorkPtr& w) { return w->test(); }),
+                   in_flight_.end());
+}
+
+void Communicator::release_in_flight() noexcept { in_flight_.clear(); }
 
 WorkPtr Communicator::all_reduce_async(at::Tensor& t, const CollectiveOptions& o) {
   return issue(OpKind::kAllReduce, &t, nullptr, -1, 0, false, o);

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "cohort/comm/communicator.hpp"
+#include "cohort/comm/device.hpp"
 #include "cohort/error.hpp"
 
 namespace cohort::comm {
@@ -59,6 +60,9 @@ void Watchdog::loop() {
   while (!stop_) {
     wake_.wait_for(lock, poll_);
     if (stop_) break;
+    // The probes query CUDA events: on the rank's device, never a context of their own on GPU 0.
+    // Set at every wake because the rank's device may be chosen after this thread started.
+    make_rank_device_current();
     const auto now = std::chrono::steady_clock::now();
     for (const auto& entry : entries_) {
       const auto recorder = entry.recorder.lock();

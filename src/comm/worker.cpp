@@ -1,5 +1,7 @@
 #include "worker.hpp"
 
+#include "cohort/comm/device.hpp"
+
 namespace cohort::comm {
 
 bool TaskWork::test() {
@@ -75,6 +77,7 @@ void Worker::drain() {
 }
 
 void Worker::loop() {
+  make_rank_device_current();  // whatever a task touches of CUDA is on the rank's device
   std::unique_lock<std::mutex> lock(mutex_);
   while (true) {
     wake_.wait(lock, [this] { return stop_ || !queue_.empty(); });

@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "cohort/ckpt/inspect.hpp"
+#include "cohort/comm/faults.hpp"
 #include "cohort/error.hpp"
 #include "cohort/io/files.hpp"
 #include "cohort/monitor/sinks.hpp"
@@ -135,11 +136,8 @@ slurm::FailureRequeue requeue_after_failure(const TrainConfig& config, const std
 
 bool is_device_fault(const std::exception& error) {
   if (dynamic_cast<const DeviceError*>(&error) != nullptr) return true;
-  const std::string what = error.what();
-  for (const char* mark : {"CUDA error", "CUBLAS_STATUS_", "CUDNN_STATUS_", "cuDNN error"}) {
-    if (what.find(mark) != std::string::npos) return true;
-  }
-  return false;
+  if (dynamic_cast<const Error*>(&error) != nullptr) return false;  // classified where thrown
+  return comm::classify_message(error.what()) == comm::FaultClass::kNode;
 }
 
 void report_node_fault(const TrainConfig& config, const std::string& node,

@@ -71,6 +71,22 @@ class Communicator {
                      const CollectiveOptions& options = {});
   WorkPtr barrier_async(const CollectiveOptions& options = {});
 
+  // One send or receive of a group (p2p_group_async).
+  struct Transfer {
+    bool send = false;  // true: send `tensor` to `peer`; false: receive into it from `peer`
+    at::Tensor tensor;
+    int peer = -1;
+    int tag = 0;
+  };
+  // Starts `transfers` together and returns one Work per transfer, in their order. On NCCL they
+  // are one ncclGroupStart/ncclGroupEnd, so that none waits behind another on the communicator's
+  // in-order stream: two ranks that each send to the other and then receive from it would
+  // otherwise wait for each other forever (each GPU stuck in its send). Every Work of such a group
+  // completes when the whole group has. On MPI each is posted at once (MPI_Isend/MPI_Irecv) and
+  // completes on its own. Each transfer is validated and recorded as its own send or recv.
+  std::vector<WorkPtr> p2p_group_async(const std::vector<Transfer>& transfers,
+                                       const CollectiveOptions& options = {});
+
   void all_reduce(at::Tensor& tensor, const CollectiveOptions& options = {});
   void broadcast(at::Tensor& tensor, int root, const CollectiveOptions& options = {});
   void all_gather(at::Tensor& output, const at::Tensor& input,
@@ -125,6 +141,10 @@ class Communicator {
   // thread, asynchronous ones in issue order in the background; it returns the call's Work.
   // `on_done` must be invoked once the operation has completed (successfully or not).
   virtual WorkPtr run(const Call& call, std::function<void()> on_done) = 0;
+  // Runs validated sends and receives as one group (p2p_group_async); one Work per call. The
+  // default runs each through run(), independently (right for MPI's non-blocking transfers).
+  virtual std::vector<WorkPtr> run_group(const std::vector<Call>& calls,
+                                         std::vector<std::function<void()>> on_done);
   // Blocks until every asynchronous operation issued so far has completed.
   virtual void drain() = 0;
   virtual std::unique_ptr<Communicator> make_split(int color, int key) = 0;
@@ -140,6 +160,14 @@ class Communicator {
   static std::array<std::int64_t, 4> fingerprint(const Call& call);
   static const char* op_name(OpKind kind);
   std::shared_ptr<Watchdog> watchdog() const { return watchdog_; }
+  // For backends whose Work holds the operation's tensors until it completes (posted transfers,
+  // operations queued on a CUDA stream): the communicator keeps such a Work until it has, so
+  // that a caller who drops its Work and its tensors at once never frees memory the library
+  // still reads or writes (c10d keeps its Works for the same reason). Completed ones are let go
+  // at the next call. A backend's destructor calls release_in_flight() before it frees its
+  // library handles.
+  void keep_in_flight(const WorkPtr& work);
+  void release_in_flight() noexcept;
 
  private:
   WorkPtr issue(OpKind kind, const at::Tensor* out, const at::Tensor* in, int peer, int tag,
@@ -151,7 +179,11 @@ class Communicator {
   CommOptions options_;
   std::shared_ptr<FlightRecorder> recorder_;
   std::shared_ptr<Watchdog> watchdog_;
+  void reap_in_flight();
+  Call record(Call call, const CollectiveOptions& options, std::function<void()>* on_done);
+
   std::uint64_t next_seq_ = 0;
+  std::vector<WorkPtr> in_flight_;
 };
 
 }  // namespace cohort::comm

@@ -31,8 +31,10 @@ slurm::FailureRequeue requeue_after_failure(
     std::vector<slurm::FailedNode> faulty = {});
 
 // Whether `error` is a node fault: a DeviceError, or LibTorch's report of a CUDA, cuBLAS or cuDNN
-// failure (c10::Error carries no type for it; its message begins "CUDA error" or names the
-// library's status).
+// failure that another node could cure (c10::Error carries no type for it: its message is read
+// by comm::classify_message). An out-of-memory, an invalid device ordinal, an illegal address or
+// a device assert is not: it would fail the same on every node.
+bool is_device_fault(const std::exception& error);
 bool is_device_fault(const std::exception& error);
 
 // Files a node fault for the supervisor (never throws: the rank is failing already; a report that

@@ -119,6 +119,7 @@ MpiCommunicator::MpiCommunicator(MPI_Comm comm, CommOptions options,
 
 MpiCommunicator::~MpiCommunicator() {
   worker_.reset();        // finishes queued operations first
+  release_in_flight();    // its requests go before their communicator
   MPI_Comm_free(&comm_);  // return code ignored: destructors never throw
 }
 
@@ -143,8 +144,10 @@ WorkPtr MpiCommunicator::post_p2p(const Call& call, std::function<void()> on_don
     COHORT_MPI_CHECK(MPI_Irecv(t.data_ptr(), count_of(t, "recv"), mpi::datatype(t.scalar_type()),
                                call.peer, call.tag, comm_, &request));
   }
-  return std::make_shared<RequestWork>(request, call.has_in ? call.in : call.out,
-                                       std::move(on_done));
+  auto work = std::make_shared<RequestWork>(request, call.has_in ? call.in : call.out,
+                                            std::move(on_done));
+  keep_in_flight(work);  // the request's buffer lives until MPI is done with it
+  return work;
 }
 
 void MpiCommunicator::execute(const Call& call) {

@@ -27,3 +27,11 @@ std::unique_ptr<Communicator> make_communicator(const MpiSession&, CommOptions,
 }
 
 }  // namespace cohort::comm::nccl
+
+namespace cohort::comm::nccl {
+
+void set_current_device(int) {}
+bool try_set_current_device(int) noexcept { return false; }
+std::optional<int> current_device() { return std::nullopt; }
+
+}  // namespace cohort::comm::nccl

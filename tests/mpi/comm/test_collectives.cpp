@@ -3,6 +3,7 @@
 // (bf16 included), so sums compare exactly.
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <boost/test/data/test_case.hpp>
 #include <boost/test/unit_test.hpp>
 #include <chrono>
@@ -199,6 +200,70 @@ BOOST_AUTO_TEST_CASE(send_recv_ring_and_barrier) {
   recv->wait();
   BOOST_TEST(same(in, input((rank + size - 1) % size, 1000, at::kFloat)));
   comm->barrier();
+}
+
+// A caller that drops its Work and its tensors at once: the communicator keeps them until the
+// transfer completes (a receive must not write into freed memory, a send must not read it), and
+// lets them go after. The buffers are watched through weak references.
+BOOST_AUTO_TEST_CASE(async_transfers_keep_their_tensors_alive) {
+  auto comm = make();
+  const int size = comm->size(), rank = comm->rank();
+  const int from = (rank + size - 1) % size, to = (rank + 1) % size;
+  const std::int64_t n = 1 << 18;  // 1 MiB: past MPI's eager limit, so the send waits for its peer
+  using Impl = c10::intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>;
+  using Weak = c10::weak_intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>;
+  Weak received{Impl()}, sent{Impl()};
+  {
+    at::Tensor in = at::empty({n}, at::kFloat);
+    received = Weak(in.getIntrusivePtr());
+    comm->recv_async(in, from, 9);  // the Work and `in` go at once
+  }
+  BOOST_TEST(!received.expired(), "the posted receive's buffer was freed before it completed");
+  comm->barrier();  // every rank has posted its receive and dropped its handles
+  // Alive: only the communicator holds it (it lets a completed one go at its next call, so the
+  // buffer is taken back here, before this rank issues anything else).
+  at::Tensor held = at::Tensor(received.lock());
+  BOOST_TEST_REQUIRE(held.defined(), "the posted receive's buffer was freed");
+  {
+    at::Tensor out = input(rank, n, at::kFloat);
+    sent = Weak(out.getIntrusivePtr());
+    comm->send_async(out, to, 9);
+  }
+  BOOST_TEST(!sent.expired(), "a posted send's buffer was freed before it completed");
+  // Waiting on a group's own transfer drives the dropped ones too (one progress engine).
+  at::Tensor echo_in = at::empty({1}, at::kFloat), echo_out = at::ones({1}, at::kFloat);
+  auto works = comm->p2p_group_async({{false, echo_in, from, 10}, {true, echo_out, to, 10}});
+  BOOST_TEST_REQUIRE(works.size() == 2u);
+  for (auto& w : works) w->wait();
+  comm->barrier();
+  BOOST_TEST(same(held, input(from, n, at::kFloat)));
+  held = at::Tensor();
+  comm->barrier();  // a call after completion lets the finished transfers go
+  BOOST_TEST(received.expired(), "a completed receive's buffer is still held");
+  BOOST_TEST(sent.expired(), "a completed send's buffer is still held");
+  BOOST_TEST(echo_in.item<float>() == 1.0f);
+}
+
+// The group's transfers in either order on the two sides: on MPI each progresses on its own.
+BOOST_AUTO_TEST_CASE(p2p_group_sends_and_receives_between_neighbours) {
+  auto comm = make();
+  const int size = comm->size(), rank = comm->rank();
+  const int prev = (rank + size - 1) % size, next = (rank + 1) % size;
+  at::Tensor from_prev = at::empty({1000}, at::kFloat), from_next = at::empty({1000}, at::kFloat);
+  at::Tensor mine = input(rank, 1000, at::kFloat);
+  std::vector<cohort::comm::Communicator::Transfer> transfers{{true, mine, next, 1},
+                                                              {false, from_prev, prev, 1},
+                                                              {true, mine, prev, 2},
+                                                              {false, from_next, next, 2}};
+  if (rank % 2 == 1) std::reverse(transfers.begin(), transfers.end());
+  for (auto& w : comm->p2p_group_async(transfers)) w->wait();
+  BOOST_TEST(same(from_prev, input(prev, 1000, at::kFloat)));
+  BOOST_TEST(same(from_next, input(next, 1000, at::kFloat)));
+  const auto records = comm->flight_recorder().snapshot();
+  BOOST_TEST_REQUIRE(records.size() == 4u);  // one record per transfer, all done
+  for (const auto& r : records) BOOST_TEST(r.done);
+  cohort::comm::Communicator::Transfer self{true, mine, rank, 3};
+  BOOST_CHECK_THROW(comm->p2p_group_async({self}), cohort::CommError);
 }
 
 BOOST_AUTO_TEST_CASE(async_operations_complete_in_issue_order) {
