@@ -20,7 +20,6 @@ double since(Clock::time_point start) {
 }
 
 int activation_tag(int micro) { return 2 * micro; }
-int gradient_tag(int micro) { return 2 * micro + 1; }
 
 std::int64_t bytes_of(const at::Tensor& t) {
   return t.defined() ? t.numel() * static_cast<std::int64_t>(t.element_size()) : 0;
@@ -37,6 +36,19 @@ struct PendingRecv {
   comm::WorkPtr work;
 };
 
+// This stage's plan in the mode its backend needs, once every stage's has been checked under the
+// backend's rules: the plan checked is the plan run, for this very schedule, p and M.
+TransferPlan checked_plan(const ExecutorOptions& o, const comm::Communicator* pipe) {
+  const bool nccl = pipe != nullptr && pipe->backend() == comm::Backend::kNccl;
+  const PlanMode mode = nccl ? PlanMode::kPaired : PlanMode::kAhead;
+  auto plans = plan_pipeline(o.schedule, o.stages, o.micro_batches, mode);
+  const auto stall = find_stall(plans, nccl ? Semantics::kInOrderStream : Semantics::kIndependent);
+  COHORT_CHECK(!stall, Error, "pipeline executor: ", to_string(o.schedule), " over ", o.stages,
+               " stages and ", o.micro_batches, " micro-batches with ", to_string(mode),
+               " transfers would not complete: ", *stall);
+  return std::move(plans[static_cast<std::size_t>(o.stage)]);
+}
+
 }  // namespace
 
 Executor::Executor(comm::Communicator* pipe, ExecutorOptions options)
@@ -44,8 +56,7 @@ Executor::Executor(comm::Communicator* pipe, ExecutorOptions options)
   COHORT_CHECK(options_.stages == 1 || (pipe_ != nullptr && pipe_->size() == options_.stages &&
                                         pipe_->rank() == options_.stage),
                Error, "pipeline executor: the pipeline group does not match the stages");
-  actions_ =
-      schedule_actions(options_.schedule, options_.stages, options_.stage, options_.micro_batches);
+  plan_ = checked_plan(options_, pipe_);
 }
 
 at::Tensor Executor::receive_buffer(const std::vector<std::int64_t>& shape,
@@ -55,8 +66,8 @@ at::Tensor Executor::receive_buffer(const std::vector<std::int64_t>& shape,
   return at::empty(sizes, at::TensorOptions().dtype(at::kFloat).device(options_.device));
 }
 
-// One step's run of the actions: what is in flight, pending and measured. The executor's
-// protocol (executor.hpp) in code: posts, waits, forwards, backwards.
+// One step's run of the plan: what is in flight, pending and measured. The executor's protocol
+// (executor.hpp) in code: the plan's groups, waits, forwards, backwards.
 class Executor::StepRun {
  public:
   StepRun(const Executor& e, const std::vector<at::Tensor>& inputs, const StepHooks& hooks)
@@ -70,18 +81,21 @@ class Executor::StepRun {
 
   StepStats run() {
     const auto step_start = Clock::now();
-    const auto& actions = e_.actions_;
-    for (std::size_t i = 0; i < actions.size(); ++i) {
+    const TransferPlan& plan = e_.plan_;
+    std::size_t next_group = 0;
+    for (std::size_t k = 0; k <= plan.actions.size(); ++k) {
       // Finished sends let go of their tensors: a sent activation must not outlive its backward.
       sends_.erase(
           std::remove_if(sends_.begin(), sends_.end(), [](const auto& w) { return w->test(); }),
           sends_.end());
-      post(i);
-      post(i + 1);
-      if (actions[i].kind == Action::Kind::kForward) {
-        forward(i);
+      for (; next_group < plan.groups.size() && plan.groups[next_group].before == k; ++next_group) {
+        start(plan.groups[next_group]);
+      }
+      if (k == plan.actions.size()) break;
+      if (plan.actions[k].kind == Action::Kind::kForward) {
+        forward(k);
       } else {
-        backward(i);
+        backward(k);
       }
       sample_memory();
     }
@@ -93,21 +107,40 @@ class Executor::StepRun {
   }
 
  private:
-  // A receive for action i, if it needs one: posted once, ahead of time.
-  void post(std::size_t i) {
-    if (i >= e_.actions_.size() || recvs_.count(i) != 0) return;
-    const Action& a = e_.actions_[i];
-    const bool forward = a.kind == Action::Kind::kForward;
-    if (forward ? first_ : last_) return;
-    const std::int64_t batch = inputs_[a.micro].size(0);
-    PendingRecv r{e_.receive_buffer(forward ? o_.input_shape : o_.output_shape, batch), nullptr};
-    r.work = e_.pipe_->recv_async(r.buffer, o_.stage + (forward ? -1 : 1),
-                                  forward ? activation_tag(a.micro) : gradient_tag(a.micro));
-    recvs_.emplace(i, std::move(r));
+  // One group of the plan as one p2p_group_async: receives into fresh buffers, sends of outputs
+  // their actions have left in outgoing_.
+  void start(const TransferGroup& group) {
+    std::vector<comm::Communicator::Transfer> transfers;
+    for (const auto& t : group.transfers) {
+      transfers.push_back(
+          {t.send, t.send ? take_output(t.action) : buffer_for(t), t.peer, transfer_tag(t)});
+    }
+    auto works = e_.pipe_->p2p_group_async(transfers);
+    for (std::size_t j = 0; j < works.size(); ++j) {
+      if (group.transfers[j].send) {
+        sends_.push_back(std::move(works[j]));
+      } else {
+        recvs_.emplace(group.transfers[j].action,
+                       PendingRecv{transfers[j].tensor, std::move(works[j])});
+      }
+    }
+  }
+
+  at::Tensor buffer_for(const PlannedTransfer& t) const {
+    const bool activation = t.kind == PlannedTransfer::Kind::kActivation;
+    return e_.receive_buffer(activation ? o_.input_shape : o_.output_shape,
+                             inputs_[t.micro].size(0));
+  }
+
+  at::Tensor take_output(std::size_t i) {
+    auto node = outgoing_.extract(i);
+    COHORT_CHECK(!node.empty(), Error, "pipeline plan: a send before action ", i, " computed");
+    return std::move(node.mapped());
   }
 
   at::Tensor take(std::size_t i) {
     auto node = recvs_.extract(i);
+    COHORT_CHECK(!node.empty(), Error, "pipeline plan: no receive started for action ", i);
     const auto start = Clock::now();
     node.mapped().work->wait();
     stats_.wait_s += since(start);
@@ -115,7 +148,7 @@ class Executor::StepRun {
   }
 
   void forward(std::size_t i) {
-    const int m = e_.actions_[i].micro;
+    const int m = e_.plan_.actions[i].micro;
     InFlight f;
     f.input = first_ ? inputs_[m] : take(i).requires_grad_(true);
     const auto start = Clock::now();
@@ -125,8 +158,7 @@ class Executor::StepRun {
       stats_.loss += f.output.item<double>();
     } else {
       f.output = out;
-      at::Tensor wire = out.detach().to(at::kFloat).contiguous();
-      sends_.push_back(e_.pipe_->send_async(wire, o_.stage + 1, activation_tag(m)));
+      outgoing_.emplace(i, out.detach().to(at::kFloat).contiguous());
     }
     stats_.compute_s += since(start);
     live_bytes_ += held_bytes(f);
@@ -136,22 +168,21 @@ class Executor::StepRun {
   }
 
   void backward(std::size_t i) {
-    const int m = e_.actions_[i].micro;
+    const int m = e_.plan_.actions[i].micro;
     auto node = live_.extract(m);
     COHORT_CHECK(!node.empty(), Error, "pipeline schedule: backward before forward of micro-batch ",
                  m);
     InFlight& f = node.mapped();
     const at::Tensor grad = last_ ? at::Tensor() : take(i);
     const auto start = Clock::now();
-    if (hooks_.before_backward) hooks_.before_backward(m, i + 1 == e_.actions_.size());
+    if (hooks_.before_backward) hooks_.before_backward(m, i + 1 == e_.plan_.actions.size());
     if (last_) {
       f.output.backward();
     } else {
       torch::autograd::backward({f.output}, {grad.to(f.output.scalar_type())});
     }
     if (!first_) {
-      const at::Tensor back = f.input.grad().contiguous();
-      sends_.push_back(e_.pipe_->send_async(back, o_.stage - 1, gradient_tag(m)));
+      outgoing_.emplace(i, f.input.grad().contiguous());
     }
     stats_.compute_s += since(start);
     live_bytes_ -= held_bytes(f);
@@ -176,7 +207,8 @@ class Executor::StepRun {
   const std::int64_t memory_base_;
   StepStats stats_;
   std::map<int, InFlight> live_;
-  std::map<std::size_t, PendingRecv> recvs_;  // by action index
+  std::map<std::size_t, PendingRecv> recvs_;    // by action index
+  std::map<std::size_t, at::Tensor> outgoing_;  // computed, to send: by action index
   std::vector<comm::WorkPtr> sends_;
   std::int64_t live_bytes_ = 0;
 };

@@ -6,12 +6,20 @@
 //    stage + 1, or, on the last stage, turned into the micro-batch's loss at once. A backward
 //    receives the output's gradient from stage + 1 (or starts from the loss), runs autograd
 //    through the stage, and sends the input's gradient to stage - 1.
-//  - Transfers are the communicator's asynchronous send/recv: a send is posted and let go once it
-//    has finished (checked before each action; the rest are waited for at the end of the step);
-//    each receive is posted one action ahead of the action that needs it, so the transfer
-//    overlaps the current computation. Tags keep activation (2m) and gradient
-//    (2m + 1) messages of micro-batch m apart. Received buffers are float32 of shape
-//    [micro-batch size] + options.input_shape: the shapes are known, never exchanged.
+//  - Transfers follow the stage's TransferPlan (transfer_plan.hpp), group by group, each group
+//    one p2p_group_async: on MPI the Ahead plan (each receive posted one action ahead of the
+//    action that needs it, so the transfer overlaps the current computation; each send posted
+//    once its action has computed), on NCCL the Paired plan (before action k, the send of action
+//    k-1's output and the receive of action k's input as one NCCL group; nothing posted ahead,
+//    which NCCL's one in-order stream per communicator would deadlock on). The constructor checks
+//    every stage's plan with find_stall under the backend's rules before the first step; the
+//    unit tests prove every schedule for 2..8 stages and 1..32 micro-batches. A receive is waited
+//    for just before its action; a send is let go once it has finished (checked before each
+//    action; the rest are waited for at the end of the step). Tags keep activation (2m) and
+//    gradient (2m + 1) messages of micro-batch m apart on MPI; NCCL pairs them by order, which
+//    the plans keep the same on both sides. Received buffers are float32 of shape
+//    [micro-batch size] + options.input_shape (or output_shape for gradients): the shapes are
+//    known, never exchanged.
 //  - The activations of a micro-batch stay alive from its forward to its backward; the executor
 //    counts them (peak_in_flight, peak_activation_bytes of the tensors crossing stage borders).
 // A step's gradients are accumulated over its micro-batches; hooks.before_backward tells the
@@ -27,6 +35,7 @@
 
 #include "cohort/comm/communicator.hpp"
 #include "cohort/pipeline/schedule.hpp"
+#include "cohort/pipeline/transfer_plan.hpp"
 
 namespace cohort::pipeline {
 
@@ -74,11 +83,15 @@ class Executor {
   StepStats train_step(const std::vector<at::Tensor>& inputs, const StepHooks& hooks);
 
   // Forward only (evaluation, no autograd graph): returns the last stage's output, an undefined
-  // tensor elsewhere. Collective over the pipeline group.
+  // tensor elsewhere. Collective over the pipeline group. A blocking receive before the forward,
+  // a blocking send after it: the plan of one forward, which needs no group and is stall-free on
+  // both backends (tests/unit/pipeline/test_transfer_plan.cpp, forward_only_pass).
   at::Tensor forward_only(const at::Tensor& input,
                           const std::function<at::Tensor(const at::Tensor&)>& forward);
 
-  const std::vector<Action>& actions() const { return actions_; }
+  const std::vector<Action>& actions() const { return plan_.actions; }
+  // This stage's transfers, in the mode of the pipeline group's backend.
+  const TransferPlan& plan() const { return plan_; }
 
  private:
   class StepRun;
@@ -86,7 +99,7 @@ class Executor {
 
   comm::Communicator* pipe_;
   ExecutorOptions options_;
-  std::vector<Action> actions_;
+  TransferPlan plan_;
 };
 
 }  // namespace cohort::pipeline
