@@ -9,8 +9,11 @@
 
 #include "cohort/comm/allocator.hpp"
 #include "cohort/comm/bench.hpp"
+#include "cohort/comm/device.hpp"
 #include "cohort/comm/factory.hpp"
 #include "cohort/data/bench_io.hpp"
+#include "cohort/env/environment.hpp"
+#include "cohort/env/gpu_binding.hpp"
 #include "cohort/error.hpp"
 #include "cohort/train/bench_ckpt.hpp"
 #include "cohort/train/bench_ddp.hpp"
@@ -29,7 +32,7 @@ int bench_allreduce(const std::vector<std::string>& args, int* argc, char*** arg
   po::options_description desc("cohort bench allreduce options");
   desc.add_options()("help,h", "show this help")("json", "print JSON")(
       "backend", po::value<std::string>(&backend)->default_value(backend),
-      "mpi (host buffers) or nccl (buffers on cuda:0, the communicator's device)")(
+      "mpi (host buffers) or nccl (buffers on the rank's own GPU, the launcher's binding)")(
       "min-bytes", po::value<std::size_t>(&options.min_bytes)->default_value(options.min_bytes),
       "smallest message")(
       "max-bytes", po::value<std::size_t>(&options.max_bytes)->default_value(options.max_bytes),
@@ -47,7 +50,13 @@ int bench_allreduce(const std::vector<std::string>& args, int* argc, char*** arg
                "' is not mpi or nccl");
   comm::MpiSession session(argc, argv);
   const bool nccl = backend == "nccl";
-  if (nccl) options.device = c10::Device(c10::kCUDA, 0);
+  if (nccl) {  // one GPU per rank, the one the launcher bound (docs/launcher.md, "GPU binding")
+    const auto binding =
+        env::bind_gpu(env::Environment::from_process(), session.node_rank(), session.node_size());
+    const int ordinal = env::require_own_gpu(binding, "cohort bench allreduce --backend nccl");
+    comm::set_rank_device(ordinal);
+    options.device = c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(ordinal));
+  }
   auto communicator =
       comm::make_communicator(session, nccl ? comm::Backend::kNccl : comm::Backend::kMpi);
   const auto rows = comm::bench_allreduce(*communicator, session, options);

@@ -9,6 +9,7 @@
 #include <thread>
 #include <variant>
 
+#include "cohort/comm/device.hpp"
 #include "cohort/data/batch_plan.hpp"
 #include "cohort/data/transform.hpp"
 #include "cohort/error.hpp"
@@ -129,6 +130,9 @@ struct DataLoader::Impl {
   // to it before it stops, instead of stopping wherever it happens to be (which left a peer
   // blocked in a collective read for ever).
   void run(std::size_t worker) {
+    // A device is current per thread: page-locked batches and transforms touch CUDA, and without
+    // this a producer would make a context on device 0 of every rank of the node.
+    comm::make_rank_device_current();
     Order order;
     for (;;) {
       std::int64_t n = 0;

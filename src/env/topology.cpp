@@ -261,6 +261,7 @@ Topology detect(const Environment& env) {
   const GpuBinding binding = bind_gpu(env, t.local_rank, t.local_size);
   t.gpus = binding.visible;
   t.cuda_device = binding.device;
+  t.gpu_shared = binding.shared;
   return t;
 }
 

@@ -24,6 +24,7 @@ nlohmann::json to_json(const Topology& t) {
   j["cpus_per_task"] = t.cpus_per_task;
   j["gpus"] = t.gpus;
   j["cuda_device"] = optional_json(t.cuda_device);
+  j["gpu_shared"] = t.gpu_shared;
   j["master_addr"] = optional_json(t.master_addr);
   j["master_port"] = optional_json(t.master_port);
   if (t.slurm) {

@@ -20,6 +20,7 @@
 #include "cohort/ckpt/inspect.hpp"
 #include "cohort/ckpt/reader.hpp"
 #include "cohort/ckpt/tensor_parts.hpp"
+#include "cohort/comm/device.hpp"
 #include "cohort/comm/factory.hpp"
 #include "cohort/comm/mpi_session.hpp"
 #include "cohort/env/environment.hpp"
@@ -370,6 +371,8 @@ void TrainCheckpoints::before_update() {
 void TrainCheckpoints::start_background(std::function<void()> task) {
   writing_.store(true, std::memory_order_release);
   writer_ = std::thread([this, task = std::move(task)] {
+    // The rank's device current here too: the save copies CUDA tensors to the host.
+    comm::make_rank_device_current();
     try {
       task();
     } catch (...) {  // handed to the training thread by finish(), never dropped

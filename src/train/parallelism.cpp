@@ -8,6 +8,11 @@
 #include <map>
 #include <set>
 
+#include <torch/cuda.h>
+
+#include "cohort/comm/device.hpp"
+#include "cohort/comm/factory.hpp"
+#include "cohort/env/gpu_binding.hpp"
 #include "cohort/env/system_info.hpp"
 #include "cohort/error.hpp"
 #include "cohort/pipeline/partition.hpp"
@@ -17,10 +22,46 @@
 
 namespace cohort::train {
 
+RankDevice start_rank_device(const ParallelConfig& options, const comm::MpiSession& session,
+                             std::exception_ptr& refused) {
+  // MPI: parallel.devices as given. A build without NCCL: no GPU to choose; the communicator's
+  // own refusal, made next, says why in one line.
+  if (options.backend != GradBackend::kNccl || !comm::backend_compiled(comm::Backend::kNccl)) {
+    return choose_rank_device(GradBackend::kMpi, pipeline::parse_devices(options.devices), {}, 0);
+  }
+  try {
+    const auto configured = pipeline::parse_devices(options.devices);
+    // torch's count, not CUDA's: the model's tensors are LibTorch's (0 for a CPU-only LibTorch).
+    const int cuda_devices = static_cast<int>(torch::cuda::device_count());
+    // The node's ranks by MPI's shared-memory split (the launcher's view was checked against it).
+    const auto binding = env::bind_gpu(env::Environment::from_process(), session.node_rank(),
+                                       session.node_size(), cuda_devices);
+    RankDevice device = choose_rank_device(options.backend, configured, binding, cuda_devices);
+    comm::set_rank_device(device.cuda);
+    return device;
+  } catch (const Error&) {
+    refused = std::current_exception();
+    return {};
+  }
+}
+
+void agree_rank_devices(comm::Communicator& control, const std::exception_ptr& refused) {
+  at::Tensor lowest = at::zeros({1}, at::kLong);
+  lowest[0] = refused ? control.rank() : control.size();
+  comm::CollectiveOptions min;
+  min.op = comm::ReduceOp::kMin;
+  control.all_reduce(lowest, min);
+  if (refused) std::rethrow_exception(refused);
+  const std::int64_t rank = lowest.item<std::int64_t>();
+  COHORT_CHECK(rank == control.size(), EnvironmentError, "parallel.backend = nccl: rank ", rank,
+               " has no GPU of its own (its message says why); every rank stops with it");
+}
+
 // The batch dividing into micro-batches, and no accumulation with stages, were checked at load.
-Parallelism::Parallelism(const ParallelConfig& options, std::string model_name,
+Parallelism::Parallelism(const ParallelConfig& options, RankDevice device, std::string model_name,
                          comm::Communicator& world, int ranks_per_node)
     : options_(options),
+      device_(std::move(device)),
       model_name_(std::move(model_name)),
       world_(world),
       layout_(env::ParallelLayout::make(world.size(), static_cast<int>(options.pipeline_stages),
@@ -62,7 +103,6 @@ bool Parallelism::scores() const {
 void Parallelism::attach(std::shared_ptr<Model> model, const at::Tensor& sample,
                          ddp::DdpOptions ddp, int recompute, Materializer* materializer) {
   model_ = std::move(model);
-  const auto devices = pipeline::parse_devices(options_.devices);
   COHORT_CHECK(recompute == 0 || !model_->blocks().empty(), ConfigError, "model.recompute: model ",
                model_name_,
                " is not a sequence of blocks (docs/models.md), so it has none to recompute; set "
@@ -72,10 +112,12 @@ void Parallelism::attach(std::shared_ptr<Model> model, const at::Tensor& sample,
                model_name_,
                " is not a sequence of blocks (docs/models.md), and stage 3 gathers parameters "
                "block by block; use parallel.zero = 2");
-  if (pipelined() || !devices.empty() || recompute > 0 || zero3) {
-    keep_stage(sample, devices);
+  if (pipelined() || device_.configured || recompute > 0 || zero3) {
+    keep_stage(sample, device_.devices);  // the stage's blocks over them (NCCL: the rank's GPU)
     stage_->set_recompute(recompute);
     model_.reset();  // the blocks of other stages go; the stage holds its own
+  } else if (!device_.devices.empty()) {
+    model_->to(device_.devices.front());  // NCCL: the whole model on the rank's GPU, before DDP
   }
   if (materializer != nullptr) materialize_kept(*materializer, ddp);
   sort_parameters();
@@ -194,8 +236,15 @@ torch::nn::Module& Parallelism::trained() {
   return stage_ ? static_cast<torch::nn::Module&>(*stage_) : *model_;
 }
 
+// A stage moves each block's input to the block's device itself; the whole model takes its
+// input where it lives (batches stay on the host, page-locked where CUDA is present).
+at::Tensor Parallelism::on_model_device(const at::Tensor& t) const {
+  if (device_.devices.empty() || !t.defined()) return t;
+  return t.to(device_.devices.front(), /*non_blocking=*/true);
+}
+
 at::Tensor Parallelism::forward(const at::Tensor& inputs) {
-  return stage_ ? stage_->forward(inputs) : model_->forward(inputs);
+  return stage_ ? stage_->forward(inputs) : model_->forward(on_model_device(inputs));
 }
 
 at::Tensor Parallelism::forward(const data::Batch& batch) {
@@ -203,7 +252,9 @@ at::Tensor Parallelism::forward(const data::Batch& batch) {
   COHORT_CHECK(!stage_, ConfigError,
                "a field dataset's model runs whole on one device: "
                "parallel.pipeline_stages and parallel.devices need a single-input dataset");
-  return model_->forward_fields(batch.fields);
+  std::vector<data::NamedTensor> fields = batch.fields;
+  for (auto& field : fields) field.tensor = on_model_device(field.tensor);
+  return model_->forward_fields(fields);
 }
 
 at::Tensor Parallelism::forward_only(const data::Batch& batch) {

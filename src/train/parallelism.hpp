@@ -20,6 +20,7 @@
 #include <ATen/core/Tensor.h>
 
 #include <cstdint>
+#include <exception>
 #include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -29,6 +30,7 @@
 #include <vector>
 
 #include "cohort/comm/communicator.hpp"
+#include "cohort/comm/mpi_session.hpp"
 #include "cohort/data/reader.hpp"
 #include "cohort/ddp/distributed_data_parallel.hpp"
 #include "cohort/env/parallel_layout.hpp"
@@ -36,17 +38,30 @@
 #include "cohort/pipeline/stage.hpp"
 #include "cohort/train/config.hpp"
 #include "cohort/train/model.hpp"
+#include "cohort/train/rank_device.hpp"
 #include "train/materialize.hpp"
 
 namespace cohort::train {
 
 using LossFn = std::function<at::Tensor(const at::Tensor& logits, const at::Tensor& targets)>;
 
+// The rank's device (choose_rank_device over this process's GPU binding, by its node rank and
+// size), its GPU made current with the NCCL backend (comm::set_rank_device): before any
+// communicator or thread is made, since NCCL builds a communicator on the device current then.
+// With NCCL a refusal is kept in `refused`, not thrown, for agree_rank_devices().
+RankDevice start_rank_device(const ParallelConfig& options, const comm::MpiSession& session,
+                             std::exception_ptr& refused);
+// Collective over `control`: when any rank refused its device, every rank throws (that rank its
+// own error, the others one naming the lowest such rank), so that none waits alone in the NCCL
+// communicator's collective start.
+void agree_rank_devices(comm::Communicator& control, const std::exception_ptr& refused);
+
 class Parallelism {
  public:
-  // `model_name` names the model in errors. Collective.
-  Parallelism(const ParallelConfig& options, std::string model_name, comm::Communicator& world,
-              int ranks_per_node);
+  // `model_name` names the model in errors; `device`: where the model goes
+  // (start_rank_device). Collective.
+  Parallelism(const ParallelConfig& options, RankDevice device, std::string model_name,
+              comm::Communicator& world, int ranks_per_node);
   ~Parallelism();
 
   const env::ParallelLayout& layout() const { return layout_; }
@@ -61,11 +76,11 @@ class Parallelism {
   void check_tensor_groups(comm::Communicator& control) const;
 
   // Takes the whole model, keeps this rank's stage (when pipelined, placed on devices or
-  // recomputed), wraps it in DDP over the data group. `sample` is one input sample for shape
-  // inference; `recompute`: blocks per recomputed segment (model.recompute; 0: none).
-  // `materializer` (model.materialize = own; nullptr: whole): the model is a skeleton, and only
-  // the modules this rank keeps are given values (under ZeRO 3 a block at a time, as DDP shards
-  // it), so that no rank holds the whole model.
+  // recomputed) on the rank's device(s), wraps it in DDP over the data group. `sample` is one input
+  // sample for shape inference; `recompute`: blocks per recomputed segment (model.recompute; 0:
+  // none). `materializer` (model.materialize = own; nullptr: whole): the model is a skeleton, and
+  // only the modules this rank keeps are given values (under ZeRO 3 a block at a time, as DDP
+  // shards it), so that no rank holds the whole model.
   void attach(std::shared_ptr<Model> model, const at::Tensor& sample, ddp::DdpOptions ddp,
               int recompute = 0, Materializer* materializer = nullptr);
   torch::nn::Module& trained();  // what the optimizer and checkpoints see
@@ -108,9 +123,11 @@ class Parallelism {
   void sort_parameters();
   void materialize_kept(Materializer& materializer, ddp::DdpOptions& ddp);
   void reduce_shared_gradients();
+  at::Tensor on_model_device(const at::Tensor& t) const;
   std::vector<ddp::ShardPiece> pieces_of(const std::vector<at::Tensor>& subset);
 
   ParallelConfig options_;
+  RankDevice device_;
   std::string model_name_;
   comm::Communicator& world_;
   env::ParallelLayout layout_;

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
 #include <filesystem>
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -86,16 +87,18 @@ void Trainer::Impl::setup() {
   settings.slow_ms = config.debug.slow_rank == session.rank() ? config.debug.slow_ms : 0;
   settings.device_fault_step =
       config.debug.device_fault_rank == session.rank() ? config.debug.device_fault_step : 0;
+  std::exception_ptr refused;  // this rank's GPU, NCCL's: agreed over control before comm starts
+  RankDevice device = start_rank_device(config.parallel, session, refused);  // before CUDA work
   torch::manual_seed(static_cast<std::uint64_t>(config.train.seed));
   comm::CommOptions comm_options;
   comm_options.timeout = std::chrono::seconds(config.parallel.timeout_s);
-  comm = comm::make_communicator(
-      session,
-      config.parallel.backend == GradBackend::kNccl ? comm::Backend::kNccl : comm::Backend::kMpi,
-      comm_options);
   control = comm::make_communicator(session, comm::Backend::kMpi, comm_options);
-  parallel =
-      std::make_unique<Parallelism>(config.parallel, config.model.name, *comm, session.node_size());
+  const bool nccl = config.parallel.backend == GradBackend::kNccl;
+  if (nccl) agree_rank_devices(*control, refused);
+  comm = comm::make_communicator(session, nccl ? comm::Backend::kNccl : comm::Backend::kMpi,
+                                 comm_options);
+  parallel = std::make_unique<Parallelism>(config.parallel, std::move(device), config.model.name,
+                                           *comm, session.node_size());
   parallel->check_tensor_groups(*control);
   make_loader();
   keep_run_module(config, session.rank());

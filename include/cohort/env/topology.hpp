@@ -56,6 +56,7 @@ struct Topology {
   int cpus_per_task = 0;           // 0 when the launcher does not say
   std::vector<std::string> gpus;   // GPU ids visible to this rank (physical index or UUID)
   std::optional<int> cuda_device;  // device ordinal this rank should use, none on a CPU node
+  bool gpu_shared = false;         // other local ranks were given the same device (bind_gpu)
   std::optional<std::string> master_addr;
   std::optional<int> master_port;
 
