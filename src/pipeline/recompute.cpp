@@ -5,7 +5,9 @@
 #include <ATen/ops/empty.h>
 #include <torch/autograd.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <vector>
 
@@ -17,10 +19,51 @@ namespace {
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
-// The generators fn may draw from: the CPU's, and the input's device's when that is another.
-std::vector<at::Generator> generators_for(const at::Tensor& x) {
+// The devices fn computes on: its input's and those it was given (a segment's blocks may sit on
+// other devices than its input: the first segment's input is the batch, on the CPU).
+std::vector<c10::Device> devices_of(const at::Tensor& x, const std::vector<c10::Device>& given) {
+  std::vector<c10::Device> out{c10::Device(c10::kCPU)};
+  auto add = [&out](const c10::Device& d) {
+    if (std::find(out.begin(), out.end(), d) == out.end()) out.push_back(d);
+  };
+  add(x.device());
+  for (const auto& d : given) add(d);
+  return out;
+}
+
+// The generators fn may draw from: the CPU's, and each of its devices' when they are others.
+std::vector<at::Generator> generators_for(const std::vector<c10::Device>& devices) {
   std::vector<at::Generator> out{at::detail::getDefaultCPUGenerator()};
-  if (!x.device().is_cpu()) out.push_back(at::globalContext().defaultGenerator(x.device()));
+  for (const auto& d : devices) {
+    if (!d.is_cpu()) out.push_back(at::globalContext().defaultGenerator(d));
+  }
+  return out;
+}
+
+// The device types whose autocast fn's ops follow (CPU, and CUDA when fn runs there).
+std::vector<at::DeviceType> types_of(const std::vector<c10::Device>& devices) {
+  std::vector<at::DeviceType> out;
+  for (const auto& d : devices) {
+    if (std::find(out.begin(), out.end(), d.type()) == out.end()) out.push_back(d.type());
+  }
+  return out;
+}
+
+c10::List<int64_t> encode(const std::vector<c10::Device>& devices) {
+  c10::List<int64_t> out;
+  for (const auto& d : devices) {
+    out.push_back(static_cast<int64_t>(d.type()));
+    out.push_back(d.index());
+  }
+  return out;
+}
+
+std::vector<c10::Device> decode(const c10::List<int64_t>& list) {
+  std::vector<c10::Device> out;
+  for (std::size_t i = 0; i + 1 < list.size(); i += 2) {
+    out.emplace_back(static_cast<c10::DeviceType>(list.get(i)),
+                     static_cast<c10::DeviceIndex>(list.get(i + 1)));
+  }
   return out;
 }
 
@@ -65,12 +108,15 @@ struct Recompute : public torch::autograd::Function<Recompute> {
   // `anchor` requires grad, so that a node is recorded even when x does not (the first block's
   // data, integer tokens): the parameters inside fn still need their gradients.
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, const at::Tensor& anchor,
-                            std::int64_t fn) {
+                            std::int64_t fn, c10::List<int64_t> devices) {
     (void)anchor;
     ctx->saved_data["fn"] = fn;
-    const at::DeviceType device = x.device().type();
-    ctx->saved_data["autocast"] = torch_compat::autocast_enabled(device);
-    auto generators = generators_for(x);
+    const auto on = decode(devices);
+    c10::List<bool> autocast;
+    for (const auto type : types_of(on)) autocast.push_back(torch_compat::autocast_enabled(type));
+    ctx->saved_data["devices"] = devices;
+    ctx->saved_data["autocast"] = autocast;
+    auto generators = generators_for(on);
     ctx->saved_data["rng"] = c10::List<at::Tensor>(states_of(generators));
     ctx->save_for_backward({x});
     return (*reinterpret_cast<const TensorFn*>(fn))(x, false);  // gradients are off here
@@ -81,7 +127,8 @@ struct Recompute : public torch::autograd::Function<Recompute> {
     const at::Tensor saved = ctx->get_saved_variables()[0];
     at::Tensor input = saved.detach();
     if (saved.requires_grad()) input.requires_grad_(true);
-    auto generators = generators_for(saved);
+    const auto on = decode(ctx->saved_data["devices"].toIntList());
+    auto generators = generators_for(on);
     const auto now = states_of(generators);
     const auto list = ctx->saved_data["rng"].toTensorList();
     std::vector<at::Tensor> then;
@@ -90,21 +137,29 @@ struct Recompute : public torch::autograd::Function<Recompute> {
     at::Tensor output;
     {
       at::AutoGradMode grad(true);
-      AutocastAs autocast(saved.device().type(), ctx->saved_data["autocast"].toBool());
+      const auto types = types_of(on);
+      const auto autocast = ctx->saved_data["autocast"].toBoolList();
+      std::vector<std::unique_ptr<AutocastAs>> scopes;
+      for (std::size_t i = 0; i < types.size(); ++i) {
+        scopes.push_back(std::make_unique<AutocastAs>(types[i], autocast.get(i)));
+      }
       output = fn(input, true);
     }
     set_states(generators, now);  // the rest of the run draws as if nothing were recomputed
     if (output.requires_grad()) torch::autograd::backward({output}, {grads[0]});
-    return {saved.requires_grad() ? input.grad() : at::Tensor(), at::Tensor(), at::Tensor()};
+    return {saved.requires_grad() ? input.grad() : at::Tensor(), at::Tensor(), at::Tensor(),
+            at::Tensor()};
   }
 };
 
 }  // namespace
 
-at::Tensor recompute(const TensorFn& fn, const at::Tensor& x) {
+at::Tensor recompute(const TensorFn& fn, const at::Tensor& x,
+                     const std::vector<c10::Device>& devices) {
   if (!at::GradMode::is_enabled()) return fn(x, false);
   const at::Tensor anchor = at::empty({0}).requires_grad_(true);
-  return Recompute::apply(x, anchor, reinterpret_cast<std::int64_t>(&fn));
+  return Recompute::apply(x, anchor, reinterpret_cast<std::int64_t>(&fn),
+                          encode(devices_of(x, devices)));
 }
 
 }  // namespace cohort::pipeline

@@ -61,11 +61,28 @@ Stage::Stage(const std::vector<BlockSpec>& blocks, const std::vector<int>& bound
 at::Tensor Stage::forward(const at::Tensor& x) {
   at::Tensor y = x;
   if (!segments_.empty() && at::GradMode::is_enabled()) {
-    for (const auto& segment : segments_) y = recompute(segment, y);
+    for (std::size_t i = 0; i < segments_.size(); ++i) {
+      y = recompute(segments_[i], y, segment_devices(i));
+    }
     return y;
   }
   for (std::size_t b = 0; b < forwards_.size(); ++b) y = run_block(b, y, false);
   return y;
+}
+
+// Where segment i computes: its blocks' devices (placed by place()) and its parameters'.
+std::vector<c10::Device> Stage::segment_devices(std::size_t i) const {
+  std::vector<c10::Device> out;
+  const auto [first, last] = segment_blocks_[i];
+  for (std::size_t b = first; b < last; ++b) {
+    if (!devices_.empty()) out.push_back(devices_[b]);
+    for (const auto& module : modules_[b]) {
+      for (const auto& p : module->parameters()) {
+        if (std::find(out.begin(), out.end(), p.device()) == out.end()) out.push_back(p.device());
+      }
+    }
+  }
+  return out;
 }
 
 at::Tensor Stage::run_block(std::size_t b, at::Tensor x, bool again) {

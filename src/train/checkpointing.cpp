@@ -39,21 +39,42 @@ torch_compat::OptimStateKey key_of(const at::Tensor& param) {
   return torch_compat::optim_state_key(param);
 }
 
-std::string generator_state() {
-  const at::Tensor state = cpu_generator_state();
+std::string bytes_of(const at::Tensor& state) {
   return std::string(static_cast<const char*>(state.data_ptr()),
                      static_cast<std::size_t>(state.numel()));
 }
 
-// The state comes from a checkpoint file: anything but the size this LibTorch writes is refused
+at::Tensor tensor_of(const char* bytes, std::size_t size) {
+  at::Tensor state = at::empty({static_cast<std::int64_t>(size)}, at::kByte);
+  std::memcpy(state.data_ptr(), bytes, size);
+  return state;
+}
+
+// This rank's random state (rank_state): the CPU generator's bytes, then, on a rank with a GPU,
+// that GPU's generator's (dropout on the device draws from it), so that a resumed GPU run is the
+// uninterrupted one.
+std::string generator_state() {
+  std::string bytes = bytes_of(cpu_generator_state());
+  if (const auto device = device_generator_state()) bytes += bytes_of(*device);
+  return bytes;
+}
+
+// The sizes a rank_state may have here: this rank's own, and the CPU part alone (a checkpoint of
+// a CPU run resumed on GPUs, whose device generator then starts from its seed).
+bool plausible_generator_size(std::size_t size) {
+  return size == generator_state().size() || size == bytes_of(cpu_generator_state()).size();
+}
+
+// The state comes from a checkpoint file: anything but the sizes this LibTorch writes is refused
 // here, naming the checkpoint, rather than by LibTorch's own check as an internal error.
 void set_generator_state(const std::string& bytes, const std::string& origin) {
-  COHORT_CHECK(bytes.size() == generator_state().size(), IoError, origin, ": rank_state is ",
+  const std::size_t cpu = bytes_of(cpu_generator_state()).size();
+  COHORT_CHECK(plausible_generator_size(bytes.size()), IoError, origin, ": rank_state is ",
                bytes.size(), " bytes, not a random generator state (", generator_state().size(),
                " bytes)");
-  at::Tensor state = at::empty({static_cast<std::int64_t>(bytes.size())}, at::kByte);
-  std::memcpy(state.data_ptr(), bytes.data(), bytes.size());
-  set_cpu_generator_state(state);
+  set_cpu_generator_state(tensor_of(bytes.data(), cpu));
+  if (bytes.size() > cpu)
+    set_device_generator_state(tensor_of(bytes.data() + cpu, bytes.size() - cpu));
 }
 
 // The writer thread waits for slower ranks while training runs: sleeping, not spinning.
@@ -258,9 +279,9 @@ std::optional<ResumePoint> TrainCheckpoints::resume(std::int64_t batch_size, std
         p[0] == c.manifest.step && p[1] >= 0 && p[2] >= 0 && p[3] >= 1 && checked::mul(p[2], p[3]),
         IoError, c.path, ": tensor 'trainer.position' [", p[0], ", ", p[1], ", ", p[2], ", ", p[3],
         "] does not describe step ", c.manifest.step);
-    COHORT_CHECK(c.rank_state.empty() || c.rank_state.size() == generator_bytes, IoError, c.path,
-                 ": rank_state is ", c.rank_state.size(), " bytes, not a random generator state (",
-                 generator_bytes, " bytes)");
+    COHORT_CHECK(c.rank_state.empty() || plausible_generator_size(c.rank_state.size()), IoError,
+                 c.path, ": rank_state is ", c.rank_state.size(),
+                 " bytes, not a random generator state (", generator_bytes, " bytes)");
   };
   ckpt::LoadOptions load;
   load.verify = options_.verify;

@@ -1,6 +1,7 @@
 #include "train/initial_values.hpp"
 
 #include <ATen/CPUGeneratorImpl.h>
+#include <ATen/Context.h>
 #include <ATen/core/Generator.h>
 #include <ATen/core/grad_mode.h>
 
@@ -10,6 +11,7 @@
 #include <mutex>
 #include <string>
 
+#include "cohort/comm/device.hpp"
 #include "cohort/error.hpp"
 #include "train/init_weights.hpp"
 #include "train/trainer_impl.hpp"
@@ -45,6 +47,24 @@ at::Tensor cpu_generator_state() {
 
 void set_cpu_generator_state(const at::Tensor& state) {
   at::Generator generator = at::detail::getDefaultCPUGenerator();
+  std::lock_guard<std::mutex> lock(generator.mutex());
+  generator.set_state(state);
+}
+
+std::optional<at::Tensor> device_generator_state() {
+  const std::optional<int> device = comm::rank_device();
+  if (!device) return std::nullopt;
+  at::Generator generator = at::globalContext().defaultGenerator(
+      c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(*device)));
+  std::lock_guard<std::mutex> lock(generator.mutex());
+  return generator.get_state();
+}
+
+void set_device_generator_state(const at::Tensor& state) {
+  const std::optional<int> device = comm::rank_device();
+  COHORT_CHECK(device.has_value(), Error, "a GPU random state given to a rank without a GPU");
+  at::Generator generator = at::globalContext().defaultGenerator(
+      c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(*device)));
   std::lock_guard<std::mutex> lock(generator.mutex());
   generator.set_state(state);
 }

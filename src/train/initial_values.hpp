@@ -5,6 +5,8 @@
 // starts as if there had been no checkpoint (TrainCheckpoints::set_initial_values).
 #pragma once
 
+#include <optional>
+
 #include <ATen/core/Tensor.h>
 #include <torch/nn/module.h>
 
@@ -17,6 +19,10 @@ namespace cohort::train {
 // rank).
 at::Tensor cpu_generator_state();
 void set_cpu_generator_state(const at::Tensor& state);
+// The default generator of the rank's GPU (comm::rank_device), which draws its dropout masks on
+// the device; nullopt on a rank without one.
+std::optional<at::Tensor> device_generator_state();
+void set_device_generator_state(const at::Tensor& state);
 
 // Builds `config`'s model again from the generator state `generator` (the state it was first
 // built from: the same draws, so the same values) and copies its parameters and buffers into

@@ -90,6 +90,7 @@ class Stage : public torch::nn::Module {
   BlockHooks hooks_;
 
   at::Tensor run_block(std::size_t b, at::Tensor x, bool again);
+  std::vector<c10::Device> segment_devices(std::size_t i) const;
 };
 
 // The per-sample shape (without the batch dimension) of every block's output, from one pass of
