@@ -2,6 +2,7 @@
 // their own): benchmarks reported as ratios against a
 // baseline measured in the same run (raw MPI_Allreduce; compute plus one raw all-reduce; raw
 // reads; raw writes and reads of the checkpoint's bytes).
+#include <torch/cuda.h>
 #include <boost/program_options.hpp>
 #include <cstdio>
 #include <iostream>
@@ -50,9 +51,15 @@ int bench_allreduce(const std::vector<std::string>& args, int* argc, char*** arg
                "' is not mpi or nccl");
   comm::MpiSession session(argc, argv);
   const bool nccl = backend == "nccl";
-  if (nccl) {  // one GPU per rank, the one the launcher bound (docs/launcher.md, "GPU binding")
-    const auto binding =
-        env::bind_gpu(env::Environment::from_process(), session.node_rank(), session.node_size());
+  // One GPU per rank, the one the launcher bound (docs/launcher.md, "GPU binding"); a build
+  // without NCCL is refused by make_communicator below, naming why.
+  if (nccl && comm::backend_compiled(comm::Backend::kNccl)) {
+    const int cuda_devices = static_cast<int>(torch::cuda::device_count());
+    COHORT_CHECK(cuda_devices > 0, ConfigError,
+                 "--backend nccl: this rank sees no CUDA device (a CPU-only LibTorch, or no GPU "
+                 "or driver here)");
+    const auto binding = env::bind_gpu(env::Environment::from_process(), session.node_rank(),
+                                       session.node_size(), cuda_devices);
     const int ordinal = env::require_own_gpu(binding, "cohort bench allreduce --backend nccl");
     comm::set_rank_device(ordinal);
     options.device = c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(ordinal));

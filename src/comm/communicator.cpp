@@ -11,6 +11,17 @@
 #include "watchdog.hpp"
 
 namespace cohort::comm {
+namespace {
+
+// A call the communicator refuses (a tensor on the wrong device, not contiguous, mismatched
+// calls across ranks): a programming error, the same on every node, so exit 1, never the peer
+// fault's 77 that would requeue it (comm/faults.hpp). Still a CommError for its callers.
+class CallError : public CommError {
+ public:
+  explicit CallError(const std::string& what) : CommError(what, ExitCode::kInternal) {}
+};
+
+}  // namespace
 
 const char* to_string(ReduceOp op) {
   switch (op) {
@@ -73,37 +84,37 @@ void Communicator::validate(const Call& call) const {
   for (const at::Tensor* t :
        {call.has_out ? &call.out : nullptr, call.has_in ? &call.in : nullptr}) {
     if (t == nullptr) continue;
-    COHORT_CHECK(t->defined(), CommError, name, ": tensor is undefined");
-    COHORT_CHECK(t->is_contiguous(), CommError, name, ": tensor of shape ", t->sizes(),
+    COHORT_CHECK(t->defined(), CallError, name, ": tensor is undefined");
+    COHORT_CHECK(t->is_contiguous(), CallError, name, ": tensor of shape ", t->sizes(),
                  " is not contiguous (call .contiguous() first)");
-    COHORT_CHECK(device_ok(*t), CommError, name, ": tensor is on ", t->device(), " but the ",
+    COHORT_CHECK(device_ok(*t), CallError, name, ": tensor is on ", t->device(), " but the ",
                  to_string(backend()), " backend takes ", device_name(), " tensors");
   }
   if (call.has_out && call.has_in) {
-    COHORT_CHECK(call.out.scalar_type() == call.in.scalar_type(), CommError, name, ": input is ",
+    COHORT_CHECK(call.out.scalar_type() == call.in.scalar_type(), CallError, name, ": input is ",
                  call.in.scalar_type(), " but output is ", call.out.scalar_type());
   }
   const bool peer_needed = call.kind == OpKind::kBroadcast || call.kind == OpKind::kSend ||
                            call.kind == OpKind::kRecv || call.kind == OpKind::kGather;
-  COHORT_CHECK(!peer_needed || (call.peer >= 0 && call.peer < size_), CommError, name, ": rank ",
+  COHORT_CHECK(!peer_needed || (call.peer >= 0 && call.peer < size_), CallError, name, ": rank ",
                call.peer, " is not in this communicator of ", size_, " ranks");
   COHORT_CHECK(!(call.kind == OpKind::kSend || call.kind == OpKind::kRecv) || call.peer != rank_,
-               CommError, name, ": a rank cannot ", name, " to itself");
+               CallError, name, ": a rank cannot ", name, " to itself");
   if (call.kind == OpKind::kAllGather) {
-    COHORT_CHECK(call.out.numel() == call.in.numel() * size_, CommError, "all_gather: output has ",
+    COHORT_CHECK(call.out.numel() == call.in.numel() * size_, CallError, "all_gather: output has ",
                  call.out.numel(), " elements, expected ", size_, " x ", call.in.numel());
   }
   if (call.kind == OpKind::kGather && call.has_out) {  // the root's output
-    COHORT_CHECK(call.out.numel() == call.in.numel() * size_, CommError, "gather: output has ",
+    COHORT_CHECK(call.out.numel() == call.in.numel() * size_, CallError, "gather: output has ",
                  call.out.numel(), " elements, expected ", size_, " x ", call.in.numel());
   }
   if (call.kind == OpKind::kReduceScatter) {
-    COHORT_CHECK(call.in.numel() == call.out.numel() * size_, CommError,
+    COHORT_CHECK(call.in.numel() == call.out.numel() * size_, CallError,
                  "reduce_scatter: input has ", call.in.numel(), " elements, expected ", size_,
                  " x ", call.out.numel());
   }
   const bool reduces = call.kind == OpKind::kAllReduce || call.kind == OpKind::kReduceScatter;
-  COHORT_CHECK(!(reduces && call.op == ReduceOp::kAvg) || call.out.is_floating_point(), CommError,
+  COHORT_CHECK(!(reduces && call.op == ReduceOp::kAvg) || call.out.is_floating_point(), CallError,
                op_name(call.kind), ": avg needs a floating-point tensor, not ",
                call.out.scalar_type());
 }
@@ -129,7 +140,7 @@ void Communicator::check_fingerprints(const std::array<std::int64_t, 4>& mine) {
           << f[3] << ")";
       return out.str();
     };
-    COHORT_THROW(CommError, "collective mismatch: rank ", rank_, " calls ", describe(mine.data()),
+    COHORT_THROW(CallError, "collective mismatch: rank ", rank_, " calls ", describe(mine.data()),
                  " but rank ", r, " calls ", describe(theirs));
   }
 }
@@ -140,7 +151,8 @@ using Call = Communicator::Call;
 
 Call make_call(Communicator::OpKind kind, const at::Tensor* out, const at::Tensor* in, int peer,
                int tag, bool blocking) {
-  Call call{kind};
+  Call call;
+  call.kind = kind;
   if (out) call.out = *out;
   call.has_out = out != nullptr;
   if (in) call.in = *in;
@@ -226,10 +238,23 @@ std::vector<WorkPtr> Communicator::run_group(const std::vector<Call>& calls,
 
 void Communicator::keep_in_flight(const WorkPtr& work) { in_flight_.push_back(work); }
 
+// A test() that throws (the operation failed) leaves the list whole, that Work included: its
+// owner's wait() tells the error.
 void Communicator::reap_in_flight() {
-  in_flight_.erase(std::remove_if(in_flight_.begin(), in_flight_.end(),
-                                  [](const WorkPtr& w) { return w->test(); }),
-                   in_flight_.end());
+  std::vector<WorkPtr> kept;
+  for (std::size_t i = 0; i < in_flight_.size(); ++i) {
+    bool done = false;
+    try {
+      done = in_flight_[i]->test();
+    } catch (...) {
+      kept.insert(kept.end(), in_flight_.begin() + static_cast<std::ptrdiff_t>(i),
+                  in_flight_.end());
+      in_flight_ = std::move(kept);
+      throw;
+    }
+    if (!done) kept.push_back(in_flight_[i]);
+  }
+  in_flight_ = std::move(kept);
 }
 
 void Communicator::release_in_flight() noexcept { in_flight_.clear(); }

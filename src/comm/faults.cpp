@@ -26,15 +26,18 @@ struct CudaFault {
   FaultClass fault;
 };
 
-// The node's GPU, its memory, its links or its driver: another node can run the job. A device
-// ordinal beyond those visible, more memory than the GPU holds: the job's settings. The rest, and
-// anything not listed (invalid values, illegal addresses, device asserts): a bug.
+// The node's GPU, its memory, its links or its driver failing: another node can run the job. A
+// device ordinal beyond those visible, more memory than the GPU holds, a toolkit newer than the
+// cluster's driver (the same on every node of a uniform cluster): the job's settings. The rest,
+// and anything not listed (invalid values, illegal addresses, device asserts, a launch failure
+// or hardware stack error, which CUDA documents as a kernel's invalid access or overflow): a
+// bug.
 constexpr CudaFault kCudaFaults[] = {
     {kCudaInvalidValue, "invalid argument", FaultClass::kProgramming},
     {kCudaMemoryAllocation, "out of memory", FaultClass::kConfiguration},
     {kCudaInitializationError, "initialization error", FaultClass::kNode},
     {kCudaInsufficientDriver, "CUDA driver version is insufficient for CUDA runtime version",
-     FaultClass::kNode},
+     FaultClass::kConfiguration},
     {kCudaDevicesUnavailable, "CUDA-capable device(s) is/are busy or unavailable",
      FaultClass::kNode},
     {kCudaNoDevice, "no CUDA-capable device is detected", FaultClass::kNode},
@@ -46,11 +49,11 @@ constexpr CudaFault kCudaFaults[] = {
     {kCudaIllegalAddress, "an illegal memory access was encountered", FaultClass::kProgramming},
     {kCudaLaunchTimeout, "the launch timed out and was terminated", FaultClass::kNode},
     {kCudaAssert, "device-side assert triggered", FaultClass::kProgramming},
-    {kCudaHardwareStackError, "hardware stack error", FaultClass::kNode},
-    {kCudaLaunchFailure, "unspecified launch failure", FaultClass::kNode},
+    {kCudaHardwareStackError, "hardware stack error", FaultClass::kProgramming},
+    {kCudaLaunchFailure, "unspecified launch failure", FaultClass::kProgramming},
     {kCudaSystemNotReady, "system not yet initialized", FaultClass::kNode},
     {kCudaSystemDriverMismatch, "system has unsupported display driver / cuda driver combination",
-     FaultClass::kNode},
+     FaultClass::kConfiguration},
 };
 
 bool contains(const std::string& text, const char* part) {
@@ -78,9 +81,10 @@ std::optional<FaultClass> classify_message(const std::string& what) {
     return FaultClass::kConfiguration;
   }
   // The libraries ran a valid call and the GPU failed it, or could not start.
+  // cuBLAS's handle that cannot be made is almost always memory running out.
+  if (contains(what, "CUBLAS_STATUS_NOT_INITIALIZED")) return FaultClass::kConfiguration;
   for (const char* node : {"CUBLAS_STATUS_EXECUTION_FAILED", "CUBLAS_STATUS_INTERNAL_ERROR",
-                           "CUBLAS_STATUS_NOT_INITIALIZED", "CUDNN_STATUS_EXECUTION_FAILED",
-                           "CUDNN_STATUS_INTERNAL_ERROR"}) {
+                           "CUDNN_STATUS_EXECUTION_FAILED", "CUDNN_STATUS_INTERNAL_ERROR"}) {
     if (contains(what, node)) return FaultClass::kNode;
   }
   if (contains(what, "CUBLAS_STATUS_") || contains(what, "CUDNN_STATUS_")) {
@@ -95,14 +99,21 @@ std::optional<FaultClass> classify_message(const std::string& what) {
   return FaultClass::kProgramming;
 }
 
-FaultClass classify_nccl_result(int code) {
+FaultClass classify_nccl_result(int code, const std::string& last_error) {
   switch (code) {
-    case kNcclUnhandledCudaError:  // a CUDA call inside NCCL failed on this node
+    case kNcclUnhandledCudaError:  // a CUDA call inside NCCL failed: which one says its class
+      for (const auto& row : kCudaFaults) {
+        if (contains(last_error, row.text)) return row.fault;
+      }
       return FaultClass::kNode;
-    case kNcclSystemError:    // a system call (socket, shared memory) failed
-    case kNcclInternalError:  // what NCCL reports when a peer's connection breaks
-    case kNcclRemoteError:    // a peer reported a failure
+    // A system call (socket, shared memory) failed: most often a peer's connection broke. It
+    // is also a too small /dev/shm or a wrong NCCL_SOCKET_IFNAME; those fail again after the
+    // requeue, which the restart budget (slurm.max_failures) bounds.
+    case kNcclSystemError:
+    case kNcclRemoteError:  // a peer reported a failure
       return FaultClass::kPeer;
+    case kNcclInternalError:  // NCCL's own bug or a memory corruption ("message truncated")
+      return FaultClass::kProgramming;
     default:  // invalid argument, invalid usage, anything unknown: a bug
       return FaultClass::kProgramming;
   }

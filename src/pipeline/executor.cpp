@@ -1,6 +1,7 @@
 #include "cohort/pipeline/executor.hpp"
 
 #include <ATen/ops/empty.h>
+#include <ATen/ops/zeros.h>
 #include <c10/core/GradMode.h>
 #include <torch/autograd.h>
 
@@ -57,6 +58,29 @@ Executor::Executor(comm::Communicator* pipe, ExecutorOptions options)
                                         pipe_->rank() == options_.stage),
                Error, "pipeline executor: the pipeline group does not match the stages");
   plan_ = checked_plan(options_, pipe_);
+  if (options_.stages > 1 && pipe_->backend() == comm::Backend::kNccl) connect_neighbours();
+}
+
+// NCCL makes a point-to-point connection the first time two ranks use it, inside ncclGroupEnd,
+// where the host waits until the peer posts its own first transfer of that pair and launches
+// nothing of the group before (NVIDIA/nccl#415). A plan's group whose first use of a pair meets
+// the peer's later group would then stall on the host, which the plan's rules (find_stall) do not
+// model: GPipe's {send a(M-1), recv g0} meets the next stage only after its last forward. So
+// every stage connects to both neighbours at once, here, with one small group in both
+// directions, and the plans run over connections that exist. Every stage builds its executor
+// at start-up, so every stage is here together.
+void Executor::connect_neighbours() {
+  const auto one = at::TensorOptions().dtype(at::kFloat).device(options_.device);
+  std::vector<at::Tensor> held;
+  std::vector<comm::Communicator::Transfer> transfers;
+  for (const int peer : {options_.stage - 1, options_.stage + 1}) {
+    if (peer < 0 || peer >= options_.stages) continue;
+    held.push_back(at::zeros({1}, one));
+    held.push_back(at::empty({1}, one));
+    transfers.push_back({true, held[held.size() - 2], peer, 0});
+    transfers.push_back({false, held.back(), peer, 0});
+  }
+  for (auto& work : pipe_->p2p_group_async(transfers)) work->wait();
 }
 
 at::Tensor Executor::receive_buffer(const std::vector<std::int64_t>& shape,

@@ -208,8 +208,14 @@ void Parallelism::keep_stage(const at::Tensor& sample, const std::vector<c10::De
   o.stages = layout_.stages();
   if (coords_.stage > 0) o.input_shape = shapes[bounds[coords_.stage] - 1];
   o.output_shape = shapes[bounds[coords_.stage + 1] - 1];
+  // Where the stage's transfers live: its placement (NCCL: the rank's GPU), else its parameters'
+  // (a stage without any under NCCL would otherwise receive into CPU buffers NCCL refuses).
   const auto params = stage_->parameters();
-  if (!params.empty()) o.device = params.front().device();
+  if (!devices.empty()) {
+    o.device = devices.front();
+  } else if (!params.empty()) {
+    o.device = params.front().device();
+  }
   if (o.device.is_cpu()) o.memory_in_use = env::heap_bytes_in_use;
   executor_ = std::make_unique<pipeline::Executor>(pipe_.get(), o);
 }

@@ -40,8 +40,11 @@ const char* cuda_error_text(int code);
 // nullopt when the message is none of those.
 std::optional<FaultClass> classify_message(const std::string& what);
 
-// ncclResult_t's value (ncclUnhandledCudaError, ncclSystemError, ...).
-FaultClass classify_nccl_result(int code);
+// ncclResult_t's value (ncclUnhandledCudaError, ncclSystemError, ...). `last_error`: NCCL's own
+// account of it (ncclGetLastError), which for an unhandled CUDA error names the CUDA failure
+// inside ("Cuda failure 2 'out of memory'"): that failure's class then, a node fault when the
+// text names none the table knows.
+FaultClass classify_nccl_result(int code, const std::string& last_error = "");
 
 ExitCode exit_code_of(FaultClass fault);
 

@@ -96,6 +96,7 @@ class Executor {
  private:
   class StepRun;
   at::Tensor receive_buffer(const std::vector<std::int64_t>& shape, std::int64_t batch) const;
+  void connect_neighbours();  // NCCL: the point-to-point connections made before any plan runs
 
   comm::Communicator* pipe_;
   ExecutorOptions options_;

@@ -24,6 +24,9 @@
 // queued behind the other's.
 // Paired fuses exactly the two transfers that both neighbours need next (Megatron-LM's
 // send_forward_recv_backward), so every stage's current group finds its partners running.
+// The rules assume the connections exist: NCCL makes one the first time two ranks use it, on the
+// host inside ncclGroupEnd, waiting for the peer's own first transfer; the executor makes them
+// all at start-up with one group per stage in both directions (Executor::connect_neighbours).
 //
 // find_stall() simulates every stage's host and communication together under either rule and
 // names the first stall; tests/unit/pipeline/test_transfer_plan.cpp runs it over every schedule,

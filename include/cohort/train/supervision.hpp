@@ -35,7 +35,6 @@ slurm::FailureRequeue requeue_after_failure(
 // by comm::classify_message). An out-of-memory, an invalid device ordinal, an illegal address or
 // a device assert is not: it would fail the same on every node.
 bool is_device_fault(const std::exception& error);
-bool is_device_fault(const std::exception& error);
 
 // Files a node fault for the supervisor (never throws: the rank is failing already; a report that
 // cannot be written is said on stderr).

@@ -61,9 +61,15 @@ class RequestWork final : public CompletionWork {
   }
   // The watchdog's check: an MPI_Test, unless the owner is testing or waiting right now (MPI
   // forbids two threads on one request).
+  // The watchdog's thread: never throws (an error is the owning thread's, at its test or wait).
   bool poll() override {
     std::unique_lock<std::mutex> lock(mutex_, std::try_to_lock);
-    return lock.owns_lock() && test_locked();
+    if (!lock.owns_lock()) return false;
+    try {
+      return test_locked();
+    } catch (const std::exception&) {  // told by the owner's next test() or wait()
+      return false;
+    }
   }
 
  private:
@@ -144,8 +150,8 @@ WorkPtr MpiCommunicator::post_p2p(const Call& call, std::function<void()> on_don
     COHORT_MPI_CHECK(MPI_Irecv(t.data_ptr(), count_of(t, "recv"), mpi::datatype(t.scalar_type()),
                                call.peer, call.tag, comm_, &request));
   }
-  auto work = std::make_shared<RequestWork>(request, call.has_in ? call.in : call.out,
-                                            std::move(on_done));
+  auto work =
+      std::make_shared<RequestWork>(request, call.has_in ? call.in : call.out, std::move(on_done));
   keep_in_flight(work);  // the request's buffer lives until MPI is done with it
   return work;
 }

@@ -9,6 +9,8 @@
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
+#include <string>
+
 #include "../fault_codes.hpp"
 #include "cohort/comm/faults.hpp"
 #include "cohort/error.hpp"
@@ -41,8 +43,11 @@ static_assert(kNcclInvalidUsage == static_cast<int>(ncclInvalidUsage));
 static_assert(kNcclRemoteError == static_cast<int>(ncclRemoteError));
 
 [[noreturn]] inline void throw_nccl(const char* call, ncclResult_t rc) {
-  const FaultClass fault = classify_nccl_result(static_cast<int>(rc));
-  throw_fault(fault, ::cohort::detail::concat(call, " failed: ", ncclGetErrorString(rc), " (",
+  const char* last = ncclGetLastError(nullptr);  // NCCL's account; its comm argument is unused
+  const std::string detail = last != nullptr ? last : "";
+  const FaultClass fault = classify_nccl_result(static_cast<int>(rc), detail);
+  throw_fault(fault, ::cohort::detail::concat(call, " failed: ", ncclGetErrorString(rc),
+                                              detail.empty() ? "" : ": ", detail, " (",
                                               to_string(fault), ")"));
 }
 

@@ -56,7 +56,9 @@ ncclDataType_t nccl_type(c10::ScalarType type) {
     case c10::ScalarType::Char:
       return ncclInt8;
     default:
-      COHORT_THROW(CommError, "the NCCL backend does not carry dtype ", type);
+      // Cohort's own call: a programming error (exit 1), never requeued.
+      throw CommError(::cohort::detail::concat("the NCCL backend does not carry dtype ", type),
+                      ExitCode::kInternal);
   }
 }
 
@@ -96,23 +98,22 @@ class EventWork final : public CompletionWork {
   }
   void wait() override {
     std::lock_guard<std::mutex> lock(mutex_);
-    auto pause = std::chrono::microseconds(0);
-    while (!test_locked()) {
-      state_->check_async_error();
-      if (pause.count() == 0) {
-        std::this_thread::yield();
-      } else {
-        std::this_thread::sleep_for(pause);
-      }
-      pause = std::min<std::chrono::microseconds>(pause + std::chrono::microseconds(10),
-                                                  std::chrono::microseconds(500));
+    if (!test_locked()) {
+      state_->wait_for(event_->get());
+      test_locked();
     }
     // What runs next on torch's stream (the legacy default stream) follows the operation.
     COHORT_CUDA_CHECK(cudaStreamWaitEvent(cudaStreamLegacy, event_->get(), 0));
   }
+  // The watchdog's thread: never throws (an error is the owning thread's, at its test or wait).
   bool poll() override {
     std::unique_lock<std::mutex> lock(mutex_, std::try_to_lock);
-    return lock.owns_lock() && test_locked();
+    if (!lock.owns_lock()) return false;
+    try {
+      return test_locked();
+    } catch (const std::exception&) {  // told by the owner's next test() or wait()
+      return false;
+    }
   }
 
  private:
@@ -153,6 +154,9 @@ class NcclCommunicator final : public Communicator {
   ~NcclCommunicator() override {
     // A rank that unwinds an error must not wait for its peers on the way out (nccl_state.hpp).
     if (std::uncaught_exceptions() > 0) state_->mark_failed();
+    // Normally what is queued finishes before its tensors go back to the caching allocator; a
+    // failing rank leaves them (it exits, and its stream may never finish).
+    if (!state_->failed()) cudaStreamSynchronize(state_->stream());
     release_in_flight();
   }
   Backend backend() const override { return Backend::kNccl; }
@@ -181,8 +185,14 @@ class NcclCommunicator final : public Communicator {
     });
     return finish(calls, std::move(on_done));
   }
+  // Waits for the stream polling NCCL's asynchronous error, as a Work's wait() does: a peer
+  // lost mid-operation is an error here, not a wait until the watchdog.
   void drain() override {
-    guarded([&] { COHORT_CUDA_CHECK(cudaStreamSynchronize(state_->stream())); });
+    guarded([&] {
+      const CudaEvent done = make_event();
+      COHORT_CUDA_CHECK(cudaEventRecord(done.get(), state_->stream()));
+      state_->wait_for(done.get());
+    });
   }
   bool device_ok(const at::Tensor& t) const override {
     return t.device().is_cuda() && t.device().index() == state_->device();
@@ -254,6 +264,7 @@ std::vector<std::int64_t> NcclCommunicator::gather_fingerprints(
       at::TensorOptions().dtype(at::kLong).device(c10::Device(c10::kCUDA, state_->device())));
   auto* device = buffer.data_ptr<std::int64_t>();
   const cudaStream_t stream = state_->stream();
+  follow_torch_stream();  // the buffer was made on torch's stream
   guarded([&] {
     COHORT_CUDA_CHECK(cudaMemcpyAsync(device + 4 * rank(), mine.data(), 4 * sizeof(std::int64_t),
                                       cudaMemcpyHostToDevice, stream));
@@ -261,7 +272,9 @@ std::vector<std::int64_t> NcclCommunicator::gather_fingerprints(
         ncclAllGather(device + 4 * rank(), device, 4, ncclInt64, state_->comm(), stream));
     COHORT_CUDA_CHECK(cudaMemcpyAsync(all.data(), device, all.size() * sizeof(std::int64_t),
                                       cudaMemcpyDeviceToHost, stream));
-    COHORT_CUDA_CHECK(cudaStreamSynchronize(stream));
+    const CudaEvent done = make_event();
+    COHORT_CUDA_CHECK(cudaEventRecord(done.get(), stream));
+    state_->wait_for(done.get());
   });
   return all;
 }
@@ -323,8 +336,13 @@ void NcclCommunicator::gather_on_stream(const Call& call) {
   COHORT_CUDA_CHECK(cudaMemcpyAsync(out + rank() * bytes, call.in.data_ptr(), bytes,
                                     cudaMemcpyDeviceToDevice, stream));
   COHORT_NCCL_CHECK(ncclGroupStart());
-  for (int r = 0; r < size(); ++r) {
-    if (r != rank()) COHORT_NCCL_CHECK(ncclRecv(out + r * bytes, n, type, r, comm, stream));
+  try {
+    for (int r = 0; r < size(); ++r) {
+      if (r != rank()) COHORT_NCCL_CHECK(ncclRecv(out + r * bytes, n, type, r, comm, stream));
+    }
+  } catch (...) {
+    ncclGroupEnd();  // closed on every path: an open group would defer this thread's NCCL calls
+    throw;
   }
   COHORT_NCCL_CHECK(ncclGroupEnd());
 }

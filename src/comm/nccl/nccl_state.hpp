@@ -5,8 +5,11 @@
 // Release: normally the stream is synchronised, then ncclCommDestroy. On a failing rank (an
 // NCCL or CUDA error seen on this communicator, or the communicator destroyed while an exception
 // unwinds) both could wait forever for peers that will never come (the stream's operations wait
-// for them, and ncclCommDestroy synchronises with the node's other ranks): ncclCommAbort then,
-// with no synchronisation, so that the rank gets to print its error and exit.
+// for them, and ncclCommDestroy synchronises with the node's other ranks), and so can
+// ncclCommAbort (recent NCCL waits for the node's other ranks to abort too, and freeing its
+// memory waits for every kernel on the device, another communicator's stuck one included): the
+// handles are then left to the process's exit, which comes next, so that the rank gets to print
+// its error and end.
 #pragma once
 
 #include <atomic>
@@ -34,6 +37,9 @@ class NcclState {
   // Throws (by fault class) when NCCL reports an asynchronous error on this communicator (a peer
   // lost mid-operation); marks the state failed first.
   void check_async_error();
+  // Until `event` has passed: polls it and the asynchronous error in turn (yield, then sleeps
+  // growing to 0.5 ms), so that a lost peer ends the wait with an error.
+  void wait_for(cudaEvent_t event);
 
  private:
   ncclComm_t comm_;

@@ -23,7 +23,7 @@ BOOST_AUTO_TEST_CASE(nccl_results) {
   const Row rows[] = {
       {1, "ncclUnhandledCudaError", ExitCode::kNodeFault},
       {2, "ncclSystemError", ExitCode::kPeerLost},
-      {3, "ncclInternalError", ExitCode::kPeerLost},
+      {3, "ncclInternalError (NCCL's bug or a memory corruption)", ExitCode::kInternal},
       {4, "ncclInvalidArgument", ExitCode::kInternal},
       {5, "ncclInvalidUsage", ExitCode::kInternal},
       {6, "ncclRemoteError", ExitCode::kPeerLost},
@@ -52,12 +52,12 @@ BOOST_AUTO_TEST_CASE(cuda_errors) {
       {98, "cudaErrorInvalidDeviceFunction", ExitCode::kInternal},
       {400, "cudaErrorInvalidResourceHandle", ExitCode::kInternal},
       {100, "cudaErrorNoDevice", ExitCode::kNodeFault},
-      {35, "cudaErrorInsufficientDriver", ExitCode::kNodeFault},
+      {35, "cudaErrorInsufficientDriver (the toolkit newer than the driver)", ExitCode::kUsage},
       {214, "cudaErrorECCUncorrectable", ExitCode::kNodeFault},
       {220, "cudaErrorNvlinkUncorrectable", ExitCode::kNodeFault},
-      {714, "cudaErrorHardwareStackError", ExitCode::kNodeFault},
-      {719, "cudaErrorLaunchFailure", ExitCode::kNodeFault},
-      {803, "cudaErrorSystemDriverMismatch", ExitCode::kNodeFault},
+      {714, "cudaErrorHardwareStackError (a kernel's stack overflow)", ExitCode::kInternal},
+      {719, "cudaErrorLaunchFailure (a kernel's invalid access)", ExitCode::kInternal},
+      {803, "cudaErrorSystemDriverMismatch", ExitCode::kUsage},
       {999, "cudaErrorUnknown", ExitCode::kInternal},
   };
   for (const Row& row : rows) {
@@ -76,7 +76,7 @@ BOOST_AUTO_TEST_CASE(libtorch_messages) {
   const Row rows[] = {
       {"CUDA error: uncorrectable ECC error encountered\nCUDA kernel errors might be ...",
        FaultClass::kNode},
-      {"CUDA error: unspecified launch failure", FaultClass::kNode},
+      {"CUDA error: unspecified launch failure", FaultClass::kProgramming},
       {"CUDA error: no CUDA-capable device is detected", FaultClass::kNode},
       {"CUDA error: invalid device ordinal", FaultClass::kConfiguration},
       {"CUDA error: out of memory", FaultClass::kConfiguration},
@@ -93,12 +93,25 @@ BOOST_AUTO_TEST_CASE(libtorch_messages) {
       {"cuDNN error: CUDNN_STATUS_BAD_PARAM", FaultClass::kProgramming},
       {"CUBLAS_STATUS_ALLOC_FAILED when calling `cublasCreate(handle)`",
        FaultClass::kConfiguration},
+      {"CUDA error: CUBLAS_STATUS_NOT_INITIALIZED when calling `cublasCreate(handle)`",
+       FaultClass::kConfiguration},
       {"mat1 and mat2 shapes cannot be multiplied (4x3 and 4x3)", std::nullopt},
   };
   for (const Row& row : rows) {
     const auto got = cohort::comm::classify_message(row.what);
     BOOST_TEST((got == row.expected), row.what);
   }
+}
+
+// ncclUnhandledCudaError takes the class of the CUDA failure NCCL names in its last error.
+BOOST_AUTO_TEST_CASE(nccl_unhandled_cuda_error_by_its_cuda_failure) {
+  BOOST_TEST(
+      (classify_nccl_result(1, "Cuda failure 2 'out of memory'") == FaultClass::kConfiguration));
+  BOOST_TEST((classify_nccl_result(1, "Cuda failure 'uncorrectable ECC error encountered'") ==
+              FaultClass::kNode));
+  BOOST_TEST((classify_nccl_result(1, "") == FaultClass::kNode));
+  BOOST_TEST((classify_nccl_result(5, "Cuda failure 2 'out of memory'") ==
+              FaultClass::kProgramming));  // only an unhandled CUDA error reads the text
 }
 
 // The thrown error carries the class's exit code, so that main and the supervisor see it.
