@@ -191,9 +191,9 @@ void Stage::place(const std::vector<c10::Device>& devices) {
   }
 }
 
-std::vector<std::vector<std::int64_t>> block_output_shapes(const std::vector<BlockSpec>& blocks,
-                                                           torch::nn::Module& model,
-                                                           const at::Tensor& sample) {
+std::vector<std::vector<std::int64_t>> block_output_shapes(
+    const std::vector<BlockSpec>& blocks, torch::nn::Module& model, const at::Tensor& sample,
+    const std::function<void()>& after_block) {
   const bool training = model.is_training();
   model.eval();  // BatchNorm: no statistics updated by this pass
   std::vector<std::vector<std::int64_t>> shapes;
@@ -203,6 +203,7 @@ std::vector<std::vector<std::int64_t>> block_output_shapes(const std::vector<Blo
     for (const auto& block : blocks) {
       x = block.forward(x);
       shapes.emplace_back(x.sizes().begin() + 1, x.sizes().end());
+      if (after_block) after_block();
     }
   }
   model.train(training);

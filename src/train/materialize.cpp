@@ -18,6 +18,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstring>
+#include <map>
 #include <mutex>
 #include <thread>
 #include <utility>
@@ -37,10 +38,24 @@ struct Registry {
   std::vector<std::pair<void*, std::size_t>> written;
 };
 
+// Every skeleton mapping alive in the process, whichever scope made it: none holds a value (a
+// module's values are given new storage, or copied into a flat buffer, when it is materialised).
+// Shared with the deleters, which may run after static destruction (a module kept to the exit).
+struct LiveMappings {
+  std::mutex mutex;
+  std::map<void*, std::size_t> bytes;
+};
+
+const std::shared_ptr<LiveMappings>& live_mappings() {
+  static const auto live = std::make_shared<LiveMappings>();
+  return live;
+}
+
 struct Mapping {
   void* address = nullptr;
   std::size_t bytes = 0;
   std::shared_ptr<Registry> registry;
+  std::shared_ptr<LiveMappings> live;
 };
 
 void unmap(void* context) {
@@ -56,6 +71,10 @@ void unmap(void* context) {
         break;
       }
     }
+  }
+  {
+    std::lock_guard<std::mutex> lock(mapping->live->mutex);
+    mapping->live->bytes.erase(mapping->address);
   }
   ::munmap(mapping->address, mapping->bytes);
 }
@@ -90,7 +109,12 @@ class SkeletonScope::Allocator final : public torch_compat::AllocatorBase {
     COHORT_CHECK(address != MAP_FAILED, EnvironmentError, "model.materialize = own: mmap of ", n,
                  " bytes failed: ", std::strerror(errno));
     registry_->written.emplace_back(address, n);
-    auto mapping = std::make_unique<Mapping>(Mapping{address, n, registry_});
+    const std::shared_ptr<LiveMappings>& live = live_mappings();
+    {
+      std::lock_guard<std::mutex> live_lock(live->mutex);
+      live->bytes[address] = n;
+    }
+    auto mapping = std::make_unique<Mapping>(Mapping{address, n, registry_, live});
     return c10::DataPtr(address, mapping.release(), &unmap, c10::Device(c10::kCPU));
   }
 
@@ -118,6 +142,12 @@ SkeletonScope::~SkeletonScope() {
   static std::mutex retired_mutex;
   std::lock_guard<std::mutex> lock(retired_mutex);
   retired.push_back(std::move(allocator_));
+}
+
+void release_skeleton_pages() {
+  LiveMappings& live = *live_mappings();
+  std::lock_guard<std::mutex> lock(live.mutex);
+  for (const auto& [address, bytes] : live.bytes) ::madvise(address, bytes, MADV_DONTNEED);
 }
 
 namespace {

@@ -113,7 +113,8 @@ void Parallelism::attach(std::shared_ptr<Model> model, const at::Tensor& sample,
                " is not a sequence of blocks (docs/models.md), and stage 3 gathers parameters "
                "block by block; use parallel.zero = 2");
   if (pipelined() || device_.configured || recompute > 0 || zero3) {
-    keep_stage(sample, device_.devices);  // the stage's blocks over them (NCCL: the rank's GPU)
+    // The stage's blocks over the devices (NCCL: the rank's GPU).
+    keep_stage(sample, device_.devices, materializer != nullptr);
     stage_->set_recompute(recompute);
     model_.reset();  // the blocks of other stages go; the stage holds its own
   } else if (!device_.devices.empty()) {
@@ -184,7 +185,8 @@ std::vector<std::pair<std::string, at::Tensor>> Parallelism::optimized() {
 
 // Partitions the model's blocks, keeps this rank's stage, places it on `devices` and (pipelined)
 // makes the executor, with the shapes at the stage's borders measured on the whole model first.
-void Parallelism::keep_stage(const at::Tensor& sample, const std::vector<c10::Device>& devices) {
+void Parallelism::keep_stage(const at::Tensor& sample, const std::vector<c10::Device>& devices,
+                             bool skeleton) {
   const auto blocks = model_->blocks();
   COHORT_CHECK(!blocks.empty(), ConfigError, "model ", model_name_,
                " is not a sequence of blocks: it cannot be split into pipeline stages");
@@ -196,8 +198,11 @@ void Parallelism::keep_stage(const at::Tensor& sample, const std::vector<c10::De
                           : pipeline::partition_explicit(partition, static_cast<int>(blocks.size()),
                                                          layout_.stages());
   stage_ = std::make_shared<pipeline::Stage>(blocks, bounds, coords_.stage);
-  const auto shapes = pipelined() ? pipeline::block_output_shapes(blocks, *model_, sample)
-                                  : std::vector<std::vector<std::int64_t>>();
+  std::function<void()> after_block;
+  if (skeleton) after_block = release_skeleton_pages;
+  const auto shapes = pipelined()
+                          ? pipeline::block_output_shapes(blocks, *model_, sample, after_block)
+                          : std::vector<std::vector<std::int64_t>>();
   stage_->place(devices);
   if (!pipelined()) return;
   pipeline::ExecutorOptions o;

@@ -119,7 +119,8 @@ class Parallelism {
 
  private:
   void build_groups();
-  void keep_stage(const at::Tensor& sample, const std::vector<c10::Device>& devices);
+  // `skeleton`: the model has no values yet (model.materialize = own).
+  void keep_stage(const at::Tensor& sample, const std::vector<c10::Device>& devices, bool skeleton);
   void sort_parameters();
   void materialize_kept(Materializer& materializer, ddp::DdpOptions& ddp);
   void reduce_shared_gradients();

@@ -28,6 +28,7 @@
 #include "cohort/io/checksum.hpp"
 #include "cohort/io/files.hpp"
 #include "cohort/monitor/monitor.hpp"
+#include "cohort/pipeline/stage.hpp"
 #include "cohort/pipeline/tensor_parallel.hpp"
 #include "cohort/train/config.hpp"
 #include "cohort/train/monitoring.hpp"
@@ -36,6 +37,7 @@
 #include "cohort/train/torch_runtime.hpp"
 #include "train/checkpointing.hpp"
 #include "train/init_weights.hpp"
+#include "train/materialize.hpp"
 #include "train/parallelism.hpp"
 #include "train/preemption.hpp"
 #include "train/run_module.hpp"
@@ -203,7 +205,9 @@ void Trainer::Impl::build_model(const data::DatasetInfo& info) {
   if (!config.model.freeze.empty()) freeze_parameters(*model, config.model.freeze);
   group_parameters(named_parameters(*model), config.optim.lr_scale, true);  // each regex matches
   // Field models take named fields, not one sample tensor: their first loss() checks instead.
-  if (info.kind != data::DatasetKind::kFields) check_model_output(*model, sample_input(input));
+  if (info.kind != data::DatasetKind::kFields) {
+    check_model_output(*model, sample_input(input), own);
+  }
   facts.flops_per_sample = model->train_flops_per_sample();
   facts.parameters = parameter_count(*model);
   ddp::DdpOptions d;
@@ -243,8 +247,17 @@ bool Trainer::Impl::init_from(Model& model) {
 
 // The model's output for one sample against the task's targets, before any step (eval mode: no
 // BatchNorm statistics move, no dropout draws from the generator). Every rank runs it (tensor-
-// parallel layers reduce over their group).
-void Trainer::Impl::check_model_output(Model& model, const at::Tensor& sample) {
+// parallel layers reduce over their group). A skeleton (model.materialize = own) with blocks is
+// run block by block, its pages given back after each: read whole, it would cost the whole model
+// on a kernel that backs reads of untouched pages (materialize.hpp).
+void Trainer::Impl::check_model_output(Model& model, const at::Tensor& sample, bool skeleton) {
+  const auto blocks = skeleton ? model.blocks() : std::vector<pipeline::BlockSpec>();
+  if (!blocks.empty()) {
+    const auto shapes =
+        pipeline::block_output_shapes(blocks, model, sample, release_skeleton_pages);
+    task->check_output(shapes.back());
+    return;
+  }
   torch::NoGradGuard no_grad;
   model.eval();
   const at::Tensor output = model.forward(sample);

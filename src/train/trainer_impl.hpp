@@ -110,7 +110,7 @@ struct Trainer::Impl {
   void setup();
   void make_loader();
   void build_model(const data::DatasetInfo& info);
-  void check_model_output(Model& model, const at::Tensor& sample);
+  void check_model_output(Model& model, const at::Tensor& sample, bool skeleton);
   bool init_from(Model& model);
   // What the model was first built from; `generator` undefined: its values cannot be made again
   // (model.init_from read, or a rank's own part materialised). initial_values.cpp.

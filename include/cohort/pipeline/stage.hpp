@@ -96,10 +96,11 @@ class Stage : public torch::nn::Module {
 // The per-sample shape (without the batch dimension) of every block's output, from one pass of
 // `sample` ([1, ...]) through all blocks in eval mode, without gradients. The module is left in
 // training mode. Every rank builds the whole model, so every stage knows its neighbours' shapes
-// without exchanging them.
-std::vector<std::vector<std::int64_t>> block_output_shapes(const std::vector<BlockSpec>& blocks,
-                                                           torch::nn::Module& model,
-                                                           const at::Tensor& sample);
+// without exchanging them. `after_block` runs after each block (model.materialize = own gives
+// back the pages the block's skeleton was read into).
+std::vector<std::vector<std::int64_t>> block_output_shapes(
+    const std::vector<BlockSpec>& blocks, torch::nn::Module& model, const at::Tensor& sample,
+    const std::function<void()>& after_block = {});
 
 // "cuda:0,cuda:1" -> devices; "" -> none. ConfigError naming parallel.devices for a bad entry or,
 // on a machine without CUDA, for any CUDA device (checked before anything is placed).
