@@ -38,8 +38,9 @@ struct Registry {
   std::vector<std::pair<void*, std::size_t>> written;
 };
 
-// Every skeleton mapping alive in the process, whichever scope made it: none holds a value (a
-// module's values are given new storage, or copied into a flat buffer, when it is materialised).
+// Every skeleton mapping alive in the process, whichever scope made it. None holds a value until
+// DDP places the model: ZeRO 3's units whose buckets others come between get theirs in place,
+// in the skeleton's storage, before it is copied into their flat buffer.
 // Shared with the deleters, which may run after static destruction (a module kept to the exit).
 struct LiveMappings {
   std::mutex mutex;
@@ -108,13 +109,23 @@ class SkeletonScope::Allocator final : public torch_compat::AllocatorBase {
                            MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     COHORT_CHECK(address != MAP_FAILED, EnvironmentError, "model.materialize = own: mmap of ", n,
                  " bytes failed: ", std::strerror(errno));
-    registry_->written.emplace_back(address, n);
-    const std::shared_ptr<LiveMappings>& live = live_mappings();
-    {
-      std::lock_guard<std::mutex> live_lock(live->mutex);
-      live->bytes[address] = n;
+    std::unique_ptr<Mapping> mapping;
+    try {
+      mapping = std::make_unique<Mapping>(Mapping{address, n, registry_, live_mappings()});
+    } catch (...) {  // no memory for the record: the mapping goes back before the error goes on
+      ::munmap(address, n);
+      throw;
     }
-    auto mapping = std::make_unique<Mapping>(Mapping{address, n, registry_, live});
+    try {
+      registry_->written.emplace_back(address, n);
+      std::lock_guard<std::mutex> live_lock(mapping->live->mutex);
+      mapping->live->bytes[address] = n;
+    } catch (...) {  // the registry's lock is held: what was recorded forgotten, the range back
+      auto& written = registry_->written;
+      if (!written.empty() && written.back().first == address) written.pop_back();
+      ::munmap(address, n);
+      throw;
+    }
     return c10::DataPtr(address, mapping.release(), &unmap, c10::Device(c10::kCPU));
   }
 

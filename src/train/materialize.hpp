@@ -48,8 +48,10 @@ class SkeletonScope {
   std::unique_ptr<Allocator> allocator_;
 };
 
-// Gives back the pages of every skeleton mapping alive (none holds a value), written or only read.
-// Any thread, any time; nothing to do outside model.materialize = own.
+// Gives back the pages of every skeleton mapping alive, written or only read. Only before any
+// module is materialised (the output check, the pipeline's shapes), when none holds a value:
+// afterwards ZeRO 3 may have written a unit's values into its skeleton's storage. Any thread;
+// nothing to do outside model.materialize = own.
 void release_skeleton_pages();
 
 // (module's name in the model, tensor's name in the module, its whole value, generator)

@@ -139,7 +139,7 @@ struct Trainer::Impl {
   void say(const std::string& line) { monitor->say(line); }
   // one step (trainer_step.cpp)
   double step(const std::vector<data::Batch>& micro, std::int64_t index);
-  double pipeline_step(const data::Batch& batch);
+  double pipeline_step(const data::Batch& batch, std::int64_t index);
   double grad_norm(std::int64_t index);
   void report_activations(std::int64_t bytes, std::int64_t index);
   // Every rank's peak resident memory so far (`value`: this rank's figure to gather instead).

@@ -91,7 +91,7 @@ double Trainer::Impl::step(const std::vector<data::Batch>& micro, std::int64_t i
   using monitor::Phase;
   auto& ddp = parallel->ddp();
   double local = 0;
-  if (parallel->pipelined()) local = pipeline_step(micro.front());
+  if (parallel->pipelined()) local = pipeline_step(micro.front(), index);
   for (std::size_t i = 0; i < micro.size() && !parallel->pipelined(); ++i) {
     std::optional<ddp::DistributedDataParallel::NoSync> local_only;
     if (i + 1 < micro.size()) local_only.emplace(ddp);  // sum locally, reduce once at the end
@@ -142,7 +142,7 @@ double Trainer::Impl::step(const std::vector<data::Batch>& micro, std::int64_t i
 
 // One pipelined step: the stage's share of every micro-batch's forward and backward, in the
 // schedule's order. Compute is charged to backward, blocked transfers to communication.
-double Trainer::Impl::pipeline_step(const data::Batch& batch) {
+double Trainer::Impl::pipeline_step(const data::Batch& batch, std::int64_t index) {
   const auto forward = [this](const at::Tensor& x) {
     AutocastScope autocast(settings.bf16, settings.cuda);
     at::Tensor out = parallel->forward(x);
@@ -156,6 +156,11 @@ double Trainer::Impl::pipeline_step(const data::Batch& batch) {
         return task->loss(logits.to(at::kFloat), targets);
       });
   timer.split_lap(monitor::Phase::kComm, stats.wait_s, monitor::Phase::kBackward);
+  // The memory record once, as a step without stages writes it: the stage's heap growth at its
+  // most in this step (its micro-batches in flight), the ranks' peaks, at start-up and so far.
+  if (!activations_reported && !settings.cuda) {
+    report_activations(stats.peak_memory_growth, index);
+  }
   return stats.loss;
 }
 
