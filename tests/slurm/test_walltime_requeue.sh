@@ -8,16 +8,19 @@ source "$(dirname "$0")/lib.sh"
 export PATH=$(dirname "$COHORT_BIN"):$PATH
 cd "$work"
 train_set
-# Long enough (13 600 steps: ~27 s on an idle 2-core VM, 13 s at 50 000 samples/s) that the
-# ~10 s each run gets always ends in a wall-time stop at least once (8160 steps ran out in 9.8 s
-# on a fresh Debian 13); restarts allowed up to 10. The pre-flight checks are off: each run has
-# only ~10 s before the margin, and `cohort doctor` (LibTorch, MPI, a model built) took several
-# of them on a loaded machine (a fresh Debian 12 run reached the training with 49 s left).
-train_settings 160 500 2000
+# 3400 steps, each at least 5 ms long in the job (debug.slow_ms on rank 0, which the other waits
+# for; a sleep, so the values are the reference's): at least 17 s of training, so the ~10 s each
+# run gets always ends in a wall-time stop at least once however fast the machine, and few
+# enough that a loaded machine finishes within the 10 restarts allowed (13 600 steps without the
+# floor needed more than 10 runs while two builds shared the 2 cores). The pre-flight checks
+# are off: each run has only ~10 s before the margin, and `cohort doctor` (LibTorch, MPI, a model
+# built) took several of them on a loaded machine.
+train_settings 40 500 2000
 reference_run ref "${settings[@]}"
 
 job=$(sbatch --parsable --requeue --time=1 --signal=B:USR1@2 --job-name=wall \
   "$COHORT_SOURCE_DIR/sbatch/train.sbatch" "$(run_ini wall)" "${settings[@]}" \
+  --set debug.slow_rank=0 --set debug.slow_ms=5 \
   --set slurm.time_margin=50 --set slurm.max_restarts=10 --set slurm.preflight=off)
 state=$(wait_end "$job")
 out=$work/wall-$job.out
@@ -27,4 +30,4 @@ grep -q "^time limit in 50 s or less at step [0-9]*: checkpoint saved; requeued 
   "$out" || fail "no wall-time stop with a requeue"
 grep -q "^cohort-train: job $job .*restart 1$" "$out" || fail "the job never ran with restart 1"
 grep -q "^resumed from " "$out" || fail "no resume"
-same_final_state ref wall 13600
+same_final_state ref wall 3400
