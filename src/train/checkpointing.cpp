@@ -2,6 +2,7 @@
 
 #include <ATen/ops/empty_like.h>
 #include <ATen/ops/tensor.h>
+#include <c10/util/Exception.h>
 #include <c10/util/string_utils.h>
 #include <torch/optim/adamw.h>
 #include <torch/optim/sgd.h>
@@ -13,6 +14,7 @@
 #include <filesystem>
 #include <functional>
 #include <future>
+#include <iterator>
 #include <memory>
 #include <set>
 #include <utility>
@@ -59,22 +61,37 @@ std::string generator_state() {
   return bytes;
 }
 
-// The sizes a rank_state may have here: this rank's own, and the CPU part alone (a checkpoint of
-// a CPU run resumed on GPUs, whose device generator then starts from its seed).
+// A CUDA generator's state: its seed and its Philox offset, 8 bytes each (LibTorch 2), after
+// 800 bytes kept for old readers (LibTorch 1.13).
+constexpr std::size_t kCudaGeneratorBytes[] = {16, 816};
+
+// The sizes a rank_state may have here: this rank's own; the CPU part alone (a CPU run's
+// checkpoint resumed on GPUs, whose device generator then starts from its seed); the CPU part and
+// a GPU's (a GPU run's checkpoint resumed on a rank without one: that part has nowhere to go).
 bool plausible_generator_size(std::size_t size) {
-  return size == generator_state().size() || size == bytes_of(cpu_generator_state()).size();
+  const std::size_t cpu = bytes_of(cpu_generator_state()).size();
+  if (size == generator_state().size() || size == cpu) return true;
+  return std::any_of(std::begin(kCudaGeneratorBytes), std::end(kCudaGeneratorBytes),
+                     [&](std::size_t gpu) { return size == cpu + gpu; });
 }
 
 // The state comes from a checkpoint file: anything but the sizes this LibTorch writes is refused
-// here, naming the checkpoint, rather than by LibTorch's own check as an internal error.
+// here, naming the checkpoint, rather than by LibTorch's own check as an internal error; a GPU
+// state LibTorch refuses (an odd Philox offset) is an IoError naming it too.
 void set_generator_state(const std::string& bytes, const std::string& origin) {
   const std::size_t cpu = bytes_of(cpu_generator_state()).size();
   COHORT_CHECK(plausible_generator_size(bytes.size()), IoError, origin, ": rank_state is ",
                bytes.size(), " bytes, not a random generator state (", generator_state().size(),
                " bytes)");
   set_cpu_generator_state(tensor_of(bytes.data(), cpu));
-  if (bytes.size() > cpu)
+  if (bytes.size() == cpu || !comm::rank_device()) return;
+  try {
     set_device_generator_state(tensor_of(bytes.data() + cpu, bytes.size() - cpu));
+  } catch (const c10::Error& e) {
+    const std::string what = e.what_without_backtrace();
+    COHORT_THROW(IoError, origin, ": rank_state's GPU generator state is not one LibTorch takes (",
+                 what.substr(0, what.find('\n')), ")");
+  }
 }
 
 // The writer thread waits for slower ranks while training runs: sleeping, not spinning.

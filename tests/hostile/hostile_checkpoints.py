@@ -163,6 +163,24 @@ garbage_rank_state(d)
 train("garbage-rank-state", needles=("rank_state", f"resumed from {d}/{PREVIOUS}"))
 
 
+# A GPU run's rank_state (the CPU generator's bytes, then its GPU's 16: seed and Philox offset)
+# resumed on a rank without a GPU: taken, the GPU part has nowhere to go. One byte more is no
+# generator state of any run: refused, the previous checkpoint taken.
+def gpu_rank_state(d, extra):
+    with h5py.File(f"{d}/{NEWEST}/shard-00000-of-00001.h5", "a") as f:
+        state = f["rank_state"][()].tobytes()
+        del f["rank_state"]
+        f["rank_state"] = np.frombuffer(state + extra, np.uint8)
+
+
+d = copy_run("gpu-rank-state")
+gpu_rank_state(d, (7).to_bytes(8, "little") + (64).to_bytes(8, "little"))
+train("gpu-rank-state", needles=(f"resumed from {d}/{NEWEST}",))
+d = copy_run("gpu-rank-state-17")
+gpu_rank_state(d, bytes(17))
+train("gpu-rank-state-17", needles=("rank_state is", f"resumed from {d}/{PREVIOUS}"))
+
+
 # Every checkpoint found corrupt in the last tensor a load reads (trainer.position): by then a
 # restarting run has read the model and the momentum into its own tensors (in place: its initial
 # values, which it can make again). No candidate loads, so the run must start as if there were no
