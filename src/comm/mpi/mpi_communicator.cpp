@@ -5,7 +5,10 @@
 #include <algorithm>
 #include <chrono>
 #include <climits>
+#include <mutex>
+#include <new>
 #include <thread>
+#include <vector>
 
 #include "../completion_work.hpp"
 #include "mpi_check.hpp"
@@ -38,6 +41,21 @@ int size_of(MPI_Comm comm) {
   return size;
 }
 
+// The buffers of transfers dropped unfinished, kept to the process's end: MPI may still write
+// into a receive's or read a send's. Only a communicator's destruction drops an unfinished
+// transfer (it keeps each one until complete otherwise), so this holds what was in flight at a
+// teardown, nothing more.
+void keep_to_the_end(at::Tensor tensor) noexcept {
+  static std::mutex mutex;
+  static std::vector<at::Tensor> kept;
+  try {
+    std::lock_guard<std::mutex> lock(mutex);
+    kept.push_back(std::move(tensor));
+  } catch (const std::bad_alloc&) {  // no memory for one more entry: leaked instead of freed
+    if (tensor.defined()) c10::raw::intrusive_ptr::incref(tensor.unsafeGetTensorImpl());
+  }
+}
+
 // A posted MPI_Isend/MPI_Irecv. MPI progresses it whenever MPI is entered: in wait()/test() here,
 // and in any collective the worker thread is running meanwhile. It holds the tensor MPI reads or
 // writes, so that the storage outlives the transfer whatever the caller does with its handle.
@@ -46,8 +64,15 @@ class RequestWork final : public CompletionWork {
   RequestWork(MPI_Request request, at::Tensor tensor, std::function<void()> on_done)
       : CompletionWork(std::move(on_done)), request_(request), tensor_(std::move(tensor)) {}
   ~RequestWork() override {
-    // A request dropped unfinished must not be left dangling in MPI; MPI completes it on its own.
-    if (!done()) MPI_Request_free(&request_);
+    // Dropped unfinished (its communicator went): the request let go, and MPI completes it on its
+    // own into the buffer kept here. A receive is not cancelled: a peer's large send to it then
+    // still completes instead of waiting for a match that never comes. After MPI_Finalize no
+    // MPI call is allowed, and nothing can touch the buffer any more.
+    if (done()) return;
+    int finalized = 0;
+    MPI_Finalized(&finalized);  // return codes ignored: destructors never throw
+    if (!finalized) MPI_Request_free(&request_);
+    keep_to_the_end(std::move(tensor_));
   }
   bool test() override {
     std::lock_guard<std::mutex> lock(mutex_);

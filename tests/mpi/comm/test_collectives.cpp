@@ -244,6 +244,23 @@ BOOST_AUTO_TEST_CASE(async_transfers_keep_their_tensors_alive) {
   BOOST_TEST(echo_in.item<float>() == 1.0f);
 }
 
+// A receive still posted when its communicator goes (no rank sends it): its buffer kept instead
+// of freed while MPI may still write into it (a peer's message can still match it).
+BOOST_AUTO_TEST_CASE(a_receive_dropped_with_its_communicator_keeps_its_buffer) {
+  using Impl = c10::intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>;
+  using Weak = c10::weak_intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>;
+  Weak received{Impl()};
+  {
+    auto comm = make();
+    at::Tensor in = at::empty({16}, at::kFloat);
+    received = Weak(in.getIntrusivePtr());
+    comm->recv_async(in, (comm->rank() + 1) % comm->size(), 12);  // the Work and `in` go at once
+    BOOST_TEST(!received.expired(), "the posted receive's buffer was freed before it completed");
+  }  // the communicator goes with the receive unfinished
+  BOOST_TEST(!received.expired(),
+             "a receive's buffer was freed with its communicator while MPI could still write it");
+}
+
 // The group's transfers in either order on the two sides: on MPI each progresses on its own.
 BOOST_AUTO_TEST_CASE(p2p_group_sends_and_receives_between_neighbours) {
   auto comm = make();
