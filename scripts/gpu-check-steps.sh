@@ -628,7 +628,7 @@ check_zero() {
   datasets || return 1
   local dev z
   read -r -a dev <<<"$(where)"
-  # parallel.devices given (the list's path: its first entry must be the rank's own GPU).
+  # parallel.devices given (the list's path: its one entry must be the rank's own GPU).
   have_gpu && dev+=(--set parallel.devices=cuda:0)
   for z in 0 1 2 3; do
     train_run "zero-$z" "${MLP[@]}" "${common[@]}" "${dev[@]}" --set parallel.zero=$z \

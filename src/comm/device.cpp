@@ -26,6 +26,8 @@ void set_rank_device(std::optional<int> ordinal) {
   rank_ordinal = *ordinal;
 }
 
+int cuda_runtime_devices() { return nccl::runtime_devices(); }
+
 std::optional<int> rank_device() {
   const int ordinal = rank_ordinal;
   if (ordinal < 0) return std::nullopt;

@@ -56,6 +56,10 @@ constexpr CudaFault kCudaFaults[] = {
      FaultClass::kConfiguration},
 };
 
+// NCCL's warning when two ranks of a communicator share a GPU (init.cc, every release since 2.4),
+// which ncclGetLastError returns with ncclInvalidUsage.
+constexpr const char* kDuplicateGpu = "Duplicate GPU detected";
+
 bool contains(const std::string& text, const char* part) {
   return text.find(part) != std::string::npos;
 }
@@ -114,9 +118,19 @@ FaultClass classify_nccl_result(int code, const std::string& last_error) {
       return FaultClass::kPeer;
     case kNcclInternalError:  // NCCL's own bug or a memory corruption ("message truncated")
       return FaultClass::kProgramming;
-    default:  // invalid argument, invalid usage, anything unknown: a bug
+    case kNcclInvalidUsage:  // two ranks of a node on one GPU: the job's binding, not a bug
+      return contains(last_error, kDuplicateGpu) ? FaultClass::kConfiguration
+                                                 : FaultClass::kProgramming;
+    default:  // invalid argument, anything unknown: a bug
       return FaultClass::kProgramming;
   }
+}
+
+std::string nccl_advice(const std::string& last_error) {
+  if (!contains(last_error, kDuplicateGpu)) return "";
+  return "two ranks of this node were given the same GPU, and NCCL takes one rank per GPU: give "
+         "each task its own (srun --gpus-per-task=1, or as many GPUs on the node as ranks), and "
+         "check that no CUDA_VISIBLE_DEVICES names one GPU twice (an index and its UUID)";
 }
 
 ExitCode exit_code_of(FaultClass fault) {

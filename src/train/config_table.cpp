@@ -185,7 +185,8 @@ const std::vector<KeySpec>& config_table() {
       {COHORT_KEY(parallel, partition), K::kIntList, "",
        "blocks per pipeline stage, e.g. 2,3 (empty: balanced by parameter count)", "", 1, 1048576},
       {COHORT_KEY(parallel, devices), K::kString, "",
-       "place the model's blocks on several local devices of each rank, e.g. cuda:0,cuda:1"},
+       "place the model's blocks on local devices of each rank, e.g. cuda:0,cuda:1 (nccl: the "
+       "rank's own GPU alone)"},
       // [checkpoint]
       {COHORT_KEY(checkpoint, dir), K::kString, "",
        "checkpoint directory (empty: <train.run_dir>/checkpoints)"},

@@ -22,6 +22,21 @@
 
 namespace cohort::train {
 
+namespace {
+
+// Slurm gave this node GPUs (SLURM_GPUS_ON_NODE) and CUDA_VISIBLE_DEVICES, where set, names some:
+// when LibTorch then sees none, the CUDA runtime's failure says why, as its fault class (no
+// device, an initialisation error: a dead driver or a GPU gone, the node's, 78). A runtime that
+// counts them: a CPU-only LibTorch, refused as the job's configuration. An empty
+// CUDA_VISIBLE_DEVICES hides them on purpose: the job's configuration too, never the node's.
+bool node_given_gpus(const env::Environment& environment) {
+  if (environment.get_int("SLURM_GPUS_ON_NODE", 0, 1 << 20).value_or(0) == 0) return false;
+  const auto visible = environment.get("CUDA_VISIBLE_DEVICES");
+  return !visible || visible->find_first_not_of(" ,") != std::string::npos;
+}
+
+}  // namespace
+
 RankDevice start_rank_device(const ParallelConfig& options, const comm::MpiSession& session,
                              std::exception_ptr& refused) {
   // MPI: parallel.devices as given. A build without NCCL: no GPU to choose; the communicator's
@@ -30,12 +45,14 @@ RankDevice start_rank_device(const ParallelConfig& options, const comm::MpiSessi
     return choose_rank_device(GradBackend::kMpi, pipeline::parse_devices(options.devices), {}, 0);
   }
   try {
-    const auto configured = pipeline::parse_devices(options.devices);
     // torch's count, not CUDA's: the model's tensors are LibTorch's (0 for a CPU-only LibTorch).
     const int cuda_devices = static_cast<int>(torch::cuda::device_count());
+    const env::Environment environment = env::Environment::from_process();
+    if (cuda_devices == 0 && node_given_gpus(environment)) comm::cuda_runtime_devices();
+    const auto configured = pipeline::parse_devices(options.devices);  // refuses CUDA without any
     // The node's ranks by MPI's shared-memory split (the launcher's view was checked against it).
-    const auto binding = env::bind_gpu(env::Environment::from_process(), session.node_rank(),
-                                       session.node_size(), cuda_devices);
+    const auto binding =
+        env::bind_gpu(environment, session.node_rank(), session.node_size(), cuda_devices);
     RankDevice device = choose_rank_device(options.backend, configured, binding, cuda_devices);
     comm::set_rank_device(device.cuda);
     return device;

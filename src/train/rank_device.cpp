@@ -15,9 +15,16 @@ std::string binding_origin(const env::GpuBinding& b) {
          ", " + b.counted_from;
 }
 
-// parallel.devices under NCCL: CUDA devices this process sees, starting with the rank's own.
+// parallel.devices under NCCL: one CUDA device this process sees, the rank's own. Blocks spread
+// over several GPUs of one rank would put gradients on devices that DDP's buckets (one device
+// each) and the rank's NCCL communicator (its GPU only) do not take.
 std::vector<c10::Device> check_configured(const std::vector<c10::Device>& configured, int ordinal,
                                           int cuda_devices, const env::GpuBinding& b) {
+  COHORT_CHECK(configured.size() == 1, ConfigError, "parallel.devices lists ", configured.size(),
+               " devices, and ", kNccl,
+               " trains each rank on one GPU, its communicator's (DDP's gradient buckets and "
+               "NCCL take tensors on that device only): list one, or leave it empty, and spread "
+               "the model over ranks with parallel.pipeline_stages");
   std::vector<c10::Device> devices;
   for (const c10::Device& d : configured) {
     COHORT_CHECK(d.is_cuda(), ConfigError, "parallel.devices: ", d.str(), " with ", kNccl,
@@ -29,11 +36,10 @@ std::vector<c10::Device> check_configured(const std::vector<c10::Device>& config
     devices.emplace_back(c10::DeviceType::CUDA, static_cast<c10::DeviceIndex>(index));
   }
   const int first = devices.front().index();
-  COHORT_CHECK(first == ordinal, ConfigError, "parallel.devices starts with cuda:", first,
+  COHORT_CHECK(first == ordinal, ConfigError, "parallel.devices is cuda:", first,
                ", but this rank's GPU is cuda:", ordinal, " (", binding_origin(b), ") and ", kNccl,
-               " makes its communicator there: list cuda:", ordinal,
-               " first, give each task its own GPUs (srun --gpus-per-task), or leave "
-               "parallel.devices empty");
+               " makes its communicator there: give each task its own GPU (srun "
+               "--gpus-per-task=1) and list cuda:0, or leave parallel.devices empty");
   return devices;
 }
 

@@ -23,6 +23,12 @@ bool cuda_compiled();
 // process sees (a configuration error: never requeued, never blamed on the node).
 void set_rank_device(std::optional<int> ordinal);
 
+// Asks the CUDA runtime how many devices it sees (cudaGetDeviceCount). Its failure is thrown as
+// its fault class (docs/exit-codes.md): no device, an initialisation error or a device
+// unavailable where Slurm allocated GPUs to the node is the node's fault (DeviceError, 78); a
+// driver older than the toolkit is the job's configuration. 0 without CUDA compiled.
+int cuda_runtime_devices();
+
 // What set_rank_device() recorded.
 std::optional<int> rank_device();
 

@@ -44,7 +44,14 @@ std::optional<FaultClass> classify_message(const std::string& what);
 // account of it (ncclGetLastError), which for an unhandled CUDA error names the CUDA failure
 // inside ("Cuda failure 2 'out of memory'"): that failure's class then, a node fault when the
 // text names none the table knows.
+// NCCL's invalid usage for two ranks of a node on one GPU ("Duplicate GPU detected", which
+// Cohort's binding cannot always see: two lists naming one device differently) is the job's
+// configuration.
 FaultClass classify_nccl_result(int code, const std::string& last_error = "");
+
+// What the user can do about the failure NCCL's `last_error` describes, or "" when Cohort knows
+// nothing to add.
+std::string nccl_advice(const std::string& last_error);
 
 ExitCode exit_code_of(FaultClass fault);
 

@@ -7,10 +7,9 @@
 // parallel.backend = nccl: NCCL builds a rank's communicator on the device current when it is
 // made, takes only tensors on that device, and refuses two ranks on one GPU. So the rank's GPU is
 // the binding's ordinal (a shared binding is refused), made current before any communicator
-// (comm::set_rank_device), and the model goes there: cuda:<ordinal>. When parallel.devices lists
-// devices they remain the placement, and must agree with it: CUDA devices only, each one this
-// process sees, the rank's own first (the communicator's device; `cuda` without an index means
-// the rank's own).
+// (comm::set_rank_device), and the model goes there: cuda:<ordinal>. When parallel.devices is
+// given it must agree with it: one CUDA device, the rank's own (the communicator's device; `cuda`
+// without an index means it). Several are refused: DDP's buckets and the communicator take one.
 #pragma once
 
 #include <c10/core/Device.h>

@@ -21,6 +21,12 @@ void set_current_device(int ordinal) {
   COHORT_CUDA_CHECK(cudaSetDevice(ordinal));
 }
 
+int runtime_devices() {
+  int count = 0;
+  COHORT_CUDA_CHECK(cudaGetDeviceCount(&count));
+  return count;
+}
+
 bool try_set_current_device(int ordinal) noexcept { return cudaSetDevice(ordinal) == cudaSuccess; }
 
 std::optional<int> current_device() {

@@ -32,6 +32,7 @@ namespace cohort::comm::nccl {
 
 void set_current_device(int) {}
 bool try_set_current_device(int) noexcept { return false; }
+int runtime_devices() { return 0; }
 std::optional<int> current_device() { return std::nullopt; }
 
 }  // namespace cohort::comm::nccl

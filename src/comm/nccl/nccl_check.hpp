@@ -46,9 +46,10 @@ static_assert(kNcclRemoteError == static_cast<int>(ncclRemoteError));
   const char* last = ncclGetLastError(nullptr);  // NCCL's account; its comm argument is unused
   const std::string detail = last != nullptr ? last : "";
   const FaultClass fault = classify_nccl_result(static_cast<int>(rc), detail);
-  throw_fault(fault, ::cohort::detail::concat(call, " failed: ", ncclGetErrorString(rc),
-                                              detail.empty() ? "" : ": ", detail, " (",
-                                              to_string(fault), ")"));
+  const std::string advice = nccl_advice(detail);
+  throw_fault(fault, ::cohort::detail::concat(
+                         call, " failed: ", ncclGetErrorString(rc), detail.empty() ? "" : ": ",
+                         detail, " (", to_string(fault), ")", advice.empty() ? "" : "; ", advice));
 }
 
 [[noreturn]] inline void throw_cuda(const char* call, cudaError_t rc) {

@@ -20,6 +20,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <exception>
 #include <mutex>
 #include <thread>
@@ -357,6 +358,19 @@ void NcclCommunicator::barrier_on_stream() {
                                   ncclFloat32, ncclSum, state_->comm(), state_->stream()));
 }
 
+// NCCL's start failed on this rank. The ranks that found the fault leave; the others may wait
+// inside NCCL's start for them (a GPU two ranks share is seen by those two alone), where neither
+// the watchdog nor a timeout reaches, and this rank's MPI_Finalize would wait for them in turn.
+// So the job ends here, with this rank's one line and its fault class's exit code.
+[[noreturn]] void end_job_at_failed_start(const MpiSession& session, ncclResult_t rc) {
+  try {
+    throw_nccl("ncclCommInitRank", rc);
+  } catch (const Error& e) {  // said on stderr as main says an error, then every rank ends
+    std::fprintf(stderr, "cohort: error: rank %d: %s\n", session.rank(), e.what());
+    session.abort(static_cast<int>(e.exit_code()));
+  }
+}
+
 }  // namespace
 
 bool compiled() { return true; }
@@ -373,7 +387,8 @@ std::unique_ptr<Communicator> make_communicator(const MpiSession& session, CommO
   if (impl.rank == 0) COHORT_NCCL_CHECK(ncclGetUniqueId(&id));
   COHORT_MPI_CHECK(MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, impl.world));
   ncclComm_t raw = nullptr;
-  COHORT_NCCL_CHECK(ncclCommInitRank(&raw, impl.size, id, impl.rank));
+  const ncclResult_t rc = ncclCommInitRank(&raw, impl.size, id, impl.rank);
+  if (rc != ncclSuccess) end_job_at_failed_start(session, rc);
   auto state = std::make_shared<NcclState>(raw, *device);  // aborts `raw` if it throws
   return std::make_unique<NcclCommunicator>(std::move(state), impl.rank, impl.size, options,
                                             std::move(watchdog));

@@ -19,6 +19,8 @@ std::unique_ptr<Communicator> make_communicator(const MpiSession& session, CommO
 void set_current_device(int ordinal);
 // The same for a thread's first line: false when it failed (or without CUDA), never throws.
 bool try_set_current_device(int ordinal) noexcept;
+// cudaGetDeviceCount through COHORT_CUDA_CHECK (its failure classified); 0 without CUDA.
+int runtime_devices();
 // cudaGetDevice on the calling thread; nullopt without CUDA or when it fails.
 std::optional<int> current_device();
 

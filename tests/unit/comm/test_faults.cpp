@@ -114,6 +114,20 @@ BOOST_AUTO_TEST_CASE(nccl_unhandled_cuda_error_by_its_cuda_failure) {
               FaultClass::kProgramming));  // only an unhandled CUDA error reads the text
 }
 
+// Two ranks of a node on one GPU: NCCL's invalid usage with its own words (init.cc's WARN, what
+// ncclGetLastError returns) is the job's binding, with advice; any other invalid usage a bug.
+BOOST_AUTO_TEST_CASE(nccl_duplicate_gpu_is_configuration) {
+  const std::string duplicate =
+      "Duplicate GPU detected : rank 1 and rank 0 both on CUDA device 1000";
+  BOOST_TEST((classify_nccl_result(5, duplicate) == FaultClass::kConfiguration));
+  BOOST_TEST(static_cast<int>(exit_code_of(classify_nccl_result(5, duplicate))) == 2);
+  BOOST_TEST((classify_nccl_result(5, "Invalid config blocking attribute value 2") ==
+              FaultClass::kProgramming));
+  BOOST_TEST((classify_nccl_result(4, duplicate) == FaultClass::kProgramming));  // not usage
+  BOOST_TEST(cohort::comm::nccl_advice(duplicate).find("--gpus-per-task") != std::string::npos);
+  BOOST_TEST(cohort::comm::nccl_advice("Cuda failure 2 'out of memory'").empty());
+}
+
 // The thrown error carries the class's exit code, so that main and the supervisor see it.
 BOOST_AUTO_TEST_CASE(thrown_errors_carry_the_class_exit_code) {
   for (const FaultClass fault : {FaultClass::kProgramming, FaultClass::kConfiguration,
