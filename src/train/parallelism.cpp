@@ -27,12 +27,15 @@ namespace {
 // Slurm gave this node GPUs (SLURM_GPUS_ON_NODE) and CUDA_VISIBLE_DEVICES, where set, names some:
 // when LibTorch then sees none, the CUDA runtime's failure says why, as its fault class (no
 // device, an initialisation error: a dead driver or a GPU gone, the node's, 78). A runtime that
-// counts them: a CPU-only LibTorch, refused as the job's configuration. An empty
-// CUDA_VISIBLE_DEVICES hides them on purpose: the job's configuration too, never the node's.
+// counts them: a CPU-only LibTorch, refused as the job's configuration. A CUDA_VISIBLE_DEVICES
+// that hides them on purpose (empty, or starting with -1, where CUDA stops reading it): the
+// job's configuration too, never the node's.
 bool node_given_gpus(const env::Environment& environment) {
   if (environment.get_int("SLURM_GPUS_ON_NODE", 0, 1 << 20).value_or(0) == 0) return false;
   const auto visible = environment.get("CUDA_VISIBLE_DEVICES");
-  return !visible || visible->find_first_not_of(" ,") != std::string::npos;
+  if (!visible) return true;
+  const auto first = visible->find_first_not_of(" ,");
+  return first != std::string::npos && (*visible)[first] != '-';
 }
 
 }  // namespace

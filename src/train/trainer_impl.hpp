@@ -97,7 +97,7 @@ struct Trainer::Impl {
   std::string init_line;          // model.init_from's report, said before the first step
   double last_grad_norm = 0;
   double grad_norm_seconds = 0;       // spent on norms only the monitor wanted
-  bool activations_reported = false;  // the first forward's bytes (host only), once per start
+  bool activations_reported = false;  // the memory record (host only), once per start
   std::FILE* progress = stdout;
   TrainSummary summary;
 

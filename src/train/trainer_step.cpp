@@ -59,7 +59,8 @@ double Trainer::Impl::grad_norm(std::int64_t index) {
 }
 
 // The bytes one micro-batch's forward left held for its backward (activations, the loss's
-// inputs), measured once per run as the growth of the host heap: metrics.jsonl's "memory" record.
+// inputs), measured once per run as the growth of the host heap (pipelined: the stage's most
+// growth in the first step): metrics.jsonl's "memory" record.
 // With it, each rank's peak resident memory so far (start-up and that forward), and at the end of
 // start-up (the model built and the rank's part kept): gathers, every rank at the same step.
 void Trainer::Impl::report_activations(std::int64_t bytes, std::int64_t index) {

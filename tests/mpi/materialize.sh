@@ -15,8 +15,9 @@
 #    (Open MPI's linear algorithms pinned, as mpi.zero.equivalence does).
 # 3. Measured (bench/zero_peak_rss.sh, a 38 M-parameter GPT, 145 MiB, on 4 ranks): ZeRO 3's peak
 #    RSS at start-up with own at least 40 % of the model below the same run with whole (each
-#    rank then holds its quarter and one block, not the model); 2 pipeline stages x 2 data ranks
-#    of that GPT under ZeRO 3, own at least a quarter of the model below whole.
+#    rank then holds its quarter and one block, not the model); and `cohort train` itself, width
+#    512, 12 blocks, on 2 pipeline stages x 2 data ranks under ZeRO 3: own at least a quarter of
+#    the model below whole.
 # 4. own with model.init_from, and a materialize that is neither whole nor own: one line, exit 2.
 set -euo pipefail
 cohort=$1 work=$2
@@ -130,7 +131,7 @@ assert own <= whole - 0.4 * r["model_mib"], r
 PY
 # The pipeline's border shapes are a pass over the skeleton too, block by block with each block's
 # pages given back: 2 stages x 2 data ranks of the same GPT under ZeRO 3, own at least a quarter
-# of the model below whole at start-up (each rank holds half its stage's blocks and one block,
+# of the model below whole at start-up (each rank holds half its stage's parameters and one block,
 # not the model; without ZeRO 3, DDP's gradient buckets for the stage, made at start-up, would
 # bring own back to whole's peak). On a kernel that backs reads of untouched pages (Linux 6.18
 # here) a pass without the release holds the whole model.

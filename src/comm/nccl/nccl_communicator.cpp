@@ -361,8 +361,15 @@ void NcclCommunicator::barrier_on_stream() {
 // NCCL's start failed on this rank. The ranks that found the fault leave; the others may wait
 // inside NCCL's start for them (a GPU two ranks share is seen by those two alone), where neither
 // the watchdog nor a timeout reaches, and this rank's MPI_Finalize would wait for them in turn.
-// So the job ends here, with this rank's one line and its fault class's exit code.
+// So the job ends here, with this rank's one line and its fault class's exit code. A node fault
+// goes on as a DeviceError instead: `cohort train` files it for the supervisor (which excludes
+// the node) and ends the job itself.
 [[noreturn]] void end_job_at_failed_start(const MpiSession& session, ncclResult_t rc) {
+  const char* last = ncclGetLastError(nullptr);
+  if (classify_nccl_result(static_cast<int>(rc), last != nullptr ? last : "") ==
+      FaultClass::kNode) {
+    throw_nccl("ncclCommInitRank", rc);
+  }
   try {
     throw_nccl("ncclCommInitRank", rc);
   } catch (const Error& e) {  // said on stderr as main says an error, then every rank ends
