@@ -365,13 +365,10 @@ void NcclCommunicator::barrier_on_stream() {
 // goes on as a DeviceError instead: `cohort train` files it for the supervisor (which excludes
 // the node) and ends the job itself.
 [[noreturn]] void end_job_at_failed_start(const MpiSession& session, ncclResult_t rc) {
-  const char* last = ncclGetLastError(nullptr);
-  if (classify_nccl_result(static_cast<int>(rc), last != nullptr ? last : "") ==
-      FaultClass::kNode) {
-    throw_nccl("ncclCommInitRank", rc);
-  }
   try {
     throw_nccl("ncclCommInitRank", rc);
+  } catch (const DeviceError&) {  // the node's fault (its class decided in throw_nccl)
+    throw;
   } catch (const Error& e) {  // said on stderr as main says an error, then every rank ends
     std::fprintf(stderr, "cohort: error: rank %d: %s\n", session.rank(), e.what());
     session.abort(static_cast<int>(e.exit_code()));
