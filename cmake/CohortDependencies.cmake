@@ -23,8 +23,22 @@ endif()
 
 # LibTorch: 1.13 on Debian 12, 2.6 on Debian 13 (CPU builds), a CUDA build from Python's wheel on
 # a GPU machine (scripts/gpu-check).
+# Protobuf before LibTorch: a LibTorch built with its own protobuf inside (Python's wheels,
+# CAFFE2_LINK_LOCAL_PROTOBUF) defines protobuf::libprotobuf as an empty stand-in target when none
+# exists yet (its Caffe2Config.cmake), and the TensorBoard messages would link against it: no
+# library, no headers. Found first, the system's protobuf is that target. When such a LibTorch
+# carries protobuf headers of its own, the system's (those protoc generates for) go before them.
+find_package(Protobuf QUIET)
 find_package(Torch QUIET)
 cohort_require(Torch_FOUND "LibTorch" "libtorch-dev")
+get_filename_component(_cohort_torch_include "${TORCH_INSTALL_PREFIX}/include" REALPATH)
+get_filename_component(_cohort_protobuf_include "${Protobuf_INCLUDE_DIR}" REALPATH)
+if(Protobuf_FOUND AND EXISTS "${_cohort_torch_include}/google/protobuf"
+   AND NOT _cohort_torch_include STREQUAL _cohort_protobuf_include)
+  message(STATUS "Cohort: LibTorch carries protobuf headers (${TORCH_INSTALL_PREFIX}/include/google/protobuf); "
+                 "protobuf ${Protobuf_VERSION}'s go first")
+  include_directories(BEFORE SYSTEM ${Protobuf_INCLUDE_DIRS})
+endif()
 # LibTorch 2.12 and later refuse to compile below C++20 (their headers #error); older ones build as
 # C++17, the project's standard.
 if(DEFINED Torch_VERSION AND Torch_VERSION VERSION_GREATER_EQUAL 2.12 AND CMAKE_CXX_STANDARD LESS 20)
@@ -68,7 +82,7 @@ find_package(PNG QUIET)
 cohort_require(PNG_FOUND "libpng" "libpng-dev")
 
 # Protobuf encodes TensorBoard event files (monitor.tensorboard_dir); protoc generates the messages.
-find_package(Protobuf QUIET)
+# Found before LibTorch (above).
 cohort_require(Protobuf_FOUND "protobuf" "libprotobuf-dev")
 cohort_require(Protobuf_PROTOC_EXECUTABLE "protoc" "protobuf-compiler")
 

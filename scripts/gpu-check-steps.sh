@@ -199,11 +199,9 @@ kit_environment() {
 }
 
 configure() {
-  local torch_prefix=${TORCH_CMAKE_PREFIX:-} torch_root=""
+  local torch_prefix=${TORCH_CMAKE_PREFIX:-}
   [ -n "$torch_prefix" ] || torch_prefix=$("$python" -c 'import torch.utils; print(torch.utils.cmake_prefix_path)')
   [ -d "$torch_prefix" ] || { echo "no LibTorch CMake files at '$torch_prefix'"; return 1; }
-  [ -n "${TORCH_CMAKE_PREFIX:-}" ] ||
-    torch_root=$("$python" -c 'import os, torch; print(os.path.dirname(torch.__file__))' 2>/dev/null)
   local lib=$prefix/usr/lib/$multiarch nccl=() generator=() launcher=() root
   if have_gpu; then
     if root=$(nccl_root); then
@@ -215,24 +213,12 @@ configure() {
   fi
   command -v ninja >/dev/null && generator=(-G Ninja)
   command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
-  # Protobuf before LibTorch. A LibTorch built with its own protobuf inside (Python's wheels:
-  # CAFFE2_LINK_LOCAL_PROTOBUF) makes protobuf::libprotobuf an empty stand-in target when none
-  # exists yet (its Caffe2Config.cmake), which cmake/CohortDependencies.cmake, asking for protobuf
-  # after LibTorch, would then link the TensorBoard messages against: no library, no headers. Found
-  # first, the kit's protobuf is that target. When the wheel carries protobuf headers of its own,
-  # the kit's (those protoc generates for) go before them.
-  cat >"$work/protobuf-first.cmake" <<CMAKE
-find_package(Protobuf QUIET)
-message(STATUS "gpu-check: protobuf \${Protobuf_VERSION} found before LibTorch: \${Protobuf_LIBRARIES}")
-if(EXISTS "$torch_root/include/google/protobuf" AND Protobuf_FOUND)
-  message(STATUS "gpu-check: LibTorch carries protobuf headers ($torch_root/include/google/protobuf); the kit's go first")
-  include_directories(BEFORE SYSTEM \${Protobuf_INCLUDE_DIRS})
-endif()
-CMAKE
+  # Protobuf is found before LibTorch by cmake/CohortDependencies.cmake itself (a wheel's LibTorch
+  # otherwise leaves an empty stand-in protobuf::libprotobuf target behind).
   # CMAKE_POLICY_VERSION_MINIMUM: CMake 4 (a Python wheel's) refuses any package file that asks
   # for policies older than 3.5 unless told; CMake 3 ignores it.
   cmake -S "$here" -B "$build" "${generator[@]}" "${launcher[@]}" -DCMAKE_BUILD_TYPE=Release \
-    -DCMAKE_POLICY_VERSION_MINIMUM=3.5 -DCMAKE_PROJECT_INCLUDE="$work/protobuf-first.cmake" \
+    -DCMAKE_POLICY_VERSION_MINIMUM=3.5 \
     -DCMAKE_PREFIX_PATH="$torch_prefix;$prefix/usr;$lib/cmake" \
     -DCMAKE_FIND_ROOT_PATH="$prefix" \
     -DMPI_SKIP_COMPILER_WRAPPER=ON -DMPI_C_HEADER_DIR="$lib/openmpi/include" \
