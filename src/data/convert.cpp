@@ -9,6 +9,7 @@
 
 #include "cohort/error.hpp"
 #include "common/splitmix.hpp"
+#include "data/normalize.hpp"
 
 namespace cohort::data {
 namespace {
@@ -26,43 +27,17 @@ std::vector<std::int64_t> batch_shape(std::int64_t batch, const std::vector<std:
   return shape;
 }
 
-// Per channel (the sample's first dimension) out = in * scale + shift: one pass that converts and
-// normalizes. (x - mean[c]) / std[c] with the dataset's statistics (one value or one per channel);
-// without them uint8 is scaled to [0, 1] and the rest passes unchanged, or everything does when
-// normalization is off.
-template <typename In>
-void scale_shift(const In* in, std::int64_t count, float scale, float shift, float* out) {
-  for (std::int64_t e = 0; e < count; ++e) out[e] = static_cast<float>(in[e]) * scale + shift;
-}
-
+// Per channel (the sample's first dimension): converts and normalizes in one pass
+// (data/normalize.hpp).
 void convert_sample(const unsigned char* in, const DatasetInfo& info, bool normalize, float* out) {
   const std::int64_t numel = info.sample_numel();
   const bool stats = normalize && (!info.mean.empty() || !info.stddev.empty());
   const std::size_t channels = stats ? std::max(info.mean.size(), info.stddev.size()) : 1;
   const std::int64_t per_channel = numel / static_cast<std::int64_t>(channels);
-  const auto pick = [](const std::vector<double>& v, std::size_t c, double fallback) {
-    return v.empty() ? fallback : v.size() == 1 ? v[0] : v[c];
-  };
   for (std::size_t c = 0; c < channels; ++c) {
-    float scale = 1.0f, shift = 0.0f;
-    if (stats) {
-      scale = static_cast<float>(1.0 / pick(info.stddev, c, 1.0));
-      shift = static_cast<float>(-pick(info.mean, c, 0.0)) * scale;
-    } else if (normalize && info.input_dtype == DType::kUInt8) {
-      scale = 1.0f / 255.0f;
-    }
-    const std::int64_t at = static_cast<std::int64_t>(c) * per_channel;
-    float* dst = out + at;
-    switch (info.input_dtype) {
-      case DType::kUInt8:
-        scale_shift(in + at, per_channel, scale, shift, dst);
-        break;
-      case DType::kFloat16:
-        scale_shift(reinterpret_cast<const c10::Half*>(in) + at, per_channel, scale, shift, dst);
-        break;
-      default:
-        scale_shift(reinterpret_cast<const float*>(in) + at, per_channel, scale, shift, dst);
-    }
+    const auto norm = channel_norm(info.mean, info.stddev, info.input_dtype, normalize, c);
+    convert_span(in, info.input_dtype, static_cast<std::int64_t>(c) * per_channel, per_channel,
+                 norm, out);
   }
 }
 

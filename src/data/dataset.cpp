@@ -198,6 +198,11 @@ DatasetInfo describe_shard(const std::string& path) {
   }
   for (double m : info.mean) {
     COHORT_CHECK(std::isfinite(m), IoError, path, ": attribute 'mean' has ", m);
+    // Bytes average to a value in [0, 255]: anything else was not computed from them (Cohort's
+    // fashion-mnist importer before 2026-12 read pixels as signed and stored -7.61).
+    COHORT_CHECK(info.input_dtype != DType::kUInt8 || (m >= 0 && m <= 255), IoError, path,
+                 ": attribute 'mean' is ", m, ", outside the range of its uint8 inputs [0, 255]; ",
+                 "import the data again (cohort data import)");
   }
   info.num_samples = shard.samples;
   info.shards.push_back(shard);

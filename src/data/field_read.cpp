@@ -2,7 +2,6 @@
 
 #include <ATen/ops/empty.h>
 #include <ATen/ops/zeros.h>
-#include <c10/util/Half.h>
 
 #include <algorithm>
 #include <cstring>
@@ -10,6 +9,7 @@
 
 #include "cohort/error.hpp"
 #include "common/checked_math.hpp"
+#include "data/normalize.hpp"
 
 namespace cohort::data {
 namespace h5 = io::h5;
@@ -26,39 +26,19 @@ struct Staged {
   std::vector<std::int64_t> start, length;
 };
 
-template <typename In>
-void scale_shift(const In* in, std::int64_t count, float scale, float shift, float* out) {
-  for (std::int64_t e = 0; e < count; ++e) out[e] = static_cast<float>(in[e]) * scale + shift;
-}
-
 // count values of `unit` elements each (a fixed sample, or one ragged value), converted to float:
-// (x - mean[c]) / std[c] per channel c (the unit's first dimension), or uint8 scaled to [0, 1].
+// (x - mean[c]) / std[c] per channel c (the unit's first dimension), or uint8 scaled to [0, 1]
+// (data/normalize.hpp).
 void to_float(const unsigned char* in, const FieldInfo& field, bool normalize, std::int64_t unit,
               std::int64_t count, float* out) {
-  const bool stats = normalize && !field.mean.empty();
+  const bool stats = normalize && (!field.mean.empty() || !field.stddev.empty());
   const std::size_t channels = stats ? std::max(field.mean.size(), field.stddev.size()) : 1;
   const std::int64_t per = unit / static_cast<std::int64_t>(channels);
   const std::int64_t spans = count * static_cast<std::int64_t>(channels);
   for (std::int64_t k = 0; k < spans; ++k) {
     const std::size_t c = static_cast<std::size_t>(k) % channels;
-    float scale = 1.0f, shift = 0.0f;
-    if (stats) {
-      scale = static_cast<float>(1.0 / field.stddev[field.stddev.size() == 1 ? 0 : c]);
-      shift = static_cast<float>(-field.mean[field.mean.size() == 1 ? 0 : c]) * scale;
-    } else if (normalize && field.dtype == DType::kUInt8) {
-      scale = 1.0f / 255.0f;
-    }
-    const std::int64_t at = k * per;
-    switch (field.dtype) {
-      case DType::kUInt8:
-        scale_shift(in + at, per, scale, shift, out + at);
-        break;
-      case DType::kFloat16:
-        scale_shift(reinterpret_cast<const c10::Half*>(in) + at, per, scale, shift, out + at);
-        break;
-      default:
-        scale_shift(reinterpret_cast<const float*>(in) + at, per, scale, shift, out + at);
-    }
+    const auto norm = channel_norm(field.mean, field.stddev, field.dtype, normalize, c);
+    convert_span(in, field.dtype, k * per, per, norm, out);
   }
 }
 

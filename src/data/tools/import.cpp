@@ -12,25 +12,35 @@
 namespace cohort::data {
 namespace {
 
-// Mean and std of every value (per_feature = false) or of each of `features` columns.
-void set_stats(WriterSpec& spec, const std::vector<float>& x, std::int64_t features,
+// Mean and (population) std of every value (per_feature = false) or of each of `features`
+// columns, as numpy's mean() and std() give them: accumulated in double, in two passes (the
+// deviations from the mean, not E[x^2] - E[x]^2, which cancels for large values). `T` is the
+// values' own type: bytes are read as unsigned (pixels 128-255 are not negative).
+template <typename T>
+void set_stats(WriterSpec& spec, const T* x, std::size_t count, std::int64_t features,
                bool per_feature) {
-  const std::int64_t groups = per_feature ? features : 1;
-  std::vector<double> sum(groups, 0.0), sq(groups, 0.0);
-  for (std::size_t i = 0; i < x.size(); ++i) {
-    const auto g = per_feature ? static_cast<std::int64_t>(i) % features : 0;
-    sum[g] += x[i];
-    sq[g] += static_cast<double>(x[i]) * x[i];
-  }
-  const double n = static_cast<double>(x.size()) / static_cast<double>(groups);
+  const auto groups = static_cast<std::size_t>(per_feature ? features : 1);
+  const auto group_of = [&](std::size_t i) { return per_feature ? i % groups : 0; };
+  std::vector<double> sum(groups, 0.0), dev(groups, 0.0);
+  for (std::size_t i = 0; i < count; ++i) sum[group_of(i)] += static_cast<double>(x[i]);
+  const double n = static_cast<double>(count) / static_cast<double>(groups);
   spec.mean.assign(groups, 0.0);
   spec.stddev.assign(groups, 1.0);
-  for (std::int64_t g = 0; g < groups; ++g) {
-    spec.mean[g] = sum[g] / n;
-    const double var = std::max(0.0, sq[g] / n - spec.mean[g] * spec.mean[g]);
+  for (std::size_t g = 0; g < groups; ++g) spec.mean[g] = sum[g] / n;
+  for (std::size_t i = 0; i < count; ++i) {
+    const double d = static_cast<double>(x[i]) - spec.mean[group_of(i)];
+    dev[group_of(i)] += d * d;
+  }
+  for (std::size_t g = 0; g < groups; ++g) {
+    const double var = dev[g] / n;
     // A constant feature (digits' always-blank corner pixels) is only shifted, not scaled.
     spec.stddev[g] = var > 1e-12 ? std::sqrt(var) : 1.0;
   }
+}
+
+void set_stats(WriterSpec& spec, const std::vector<float>& x, std::int64_t features,
+               bool per_feature) {
+  set_stats(spec, x.data(), x.size(), features, per_feature);
 }
 
 // Writes inputs (spec.input_dtype, row-major) and labels: int64 class labels when every label is
@@ -90,7 +100,9 @@ DatasetInfo import_fashion_mnist(const std::string& out, const ImportOptions& o)
       split == "train"
           ? images
           : parse::parse_idx(parse::read_maybe_gz(train_images, o.max_inflate_ratio), train_images);
-  set_stats(spec, std::vector<float>(stats_source.data.begin(), stats_source.data.end()), 1, false);
+  // IDX type 0x08 is unsigned bytes; the string holds them as (signed) char.
+  set_stats(spec, reinterpret_cast<const unsigned char*>(stats_source.data.data()),
+            stats_source.data.size(), 1, false);
   std::vector<std::int64_t> y(labels.data.begin(), labels.data.end());
   for (auto& v : y) v = static_cast<std::uint8_t>(v);
   DatasetWriter writer(out, spec);
