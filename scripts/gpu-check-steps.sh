@@ -215,12 +215,17 @@ configure() {
   command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
   # Protobuf is found before LibTorch by cmake/CohortDependencies.cmake itself (a wheel's LibTorch
   # otherwise leaves an empty stand-in protobuf::libprotobuf target behind).
+  # The kit's multiarch headers (jconfig.h, which jpeglib.h includes, and others) are where a
+  # Debian compiler looks by default (/usr/include/<multiarch>); this compiler does not know the
+  # kit, so they are named for every file.
   # CMAKE_POLICY_VERSION_MINIMUM: CMake 4 (a Python wheel's) refuses any package file that asks
   # for policies older than 3.5 unless told; CMake 3 ignores it.
   cmake -S "$here" -B "$build" "${generator[@]}" "${launcher[@]}" -DCMAKE_BUILD_TYPE=Release \
     -DCMAKE_POLICY_VERSION_MINIMUM=3.5 \
     -DCMAKE_PREFIX_PATH="$torch_prefix;$prefix/usr;$lib/cmake" \
     -DCMAKE_FIND_ROOT_PATH="$prefix" \
+    -DCMAKE_CXX_STANDARD_INCLUDE_DIRECTORIES="$prefix/usr/include/$multiarch" \
+    -DCMAKE_C_STANDARD_INCLUDE_DIRECTORIES="$prefix/usr/include/$multiarch" \
     -DMPI_SKIP_COMPILER_WRAPPER=ON -DMPI_C_HEADER_DIR="$lib/openmpi/include" \
     -DMPI_C_LIB_NAMES=mpi -DMPI_mpi_LIBRARY="$lib/openmpi/lib/libmpi.so" \
     -DMPIEXEC_EXECUTABLE="$prefix/usr/bin/mpirun" \
