@@ -33,10 +33,13 @@ Manifest read_manifest(const std::string& step_dir) {
 
 std::string resolve_checkpoint(const std::string& path) {
   std::error_code error;
+  COHORT_CHECK(std::filesystem::exists(path, error), IoError, path,
+               ": no such checkpoint directory", kWhereCheckpointsComeFrom);
   COHORT_CHECK(std::filesystem::is_directory(path, error), IoError, path, ": not a directory");
   if (std::filesystem::exists(path + "/manifest.json", error)) return path;
   COHORT_CHECK(std::filesystem::exists(path + "/latest", error), IoError, path,
-               ": neither a checkpoint (no manifest.json) nor a checkpoint directory (no latest)");
+               ": neither a checkpoint (no manifest.json) nor a checkpoint directory (no latest)",
+               kWhereCheckpointsComeFrom);
   return path + "/" + read_latest(path);
 }
 

@@ -30,6 +30,8 @@ constexpr std::size_t kMaxExportTensors = 1 << 20;
 std::string newest_valid(const std::string& dir) {
   std::error_code error;
   if (fs::is_regular_file(fs::path(dir) / "manifest.json", error)) return dir;
+  COHORT_CHECK(fs::exists(dir, error), IoError, dir, ": no such checkpoint directory",
+               kWhereCheckpointsComeFrom);
   std::string problems;
   for (const auto& entry : list_checkpoints(dir)) {
     const auto found =
@@ -37,8 +39,8 @@ std::string newest_valid(const std::string& dir) {
     if (found.empty()) return entry.path;
     problems += " " + entry.path + ": " + found.front() + ";";
   }
-  COHORT_THROW(IoError, dir, ": no checkpoint that verifies (",
-               problems.empty() ? " none" : problems, " )");
+  COHORT_CHECK(!problems.empty(), IoError, dir, ": holds no checkpoint", kWhereCheckpointsComeFrom);
+  COHORT_THROW(IoError, dir, ": no checkpoint that verifies (", problems, " )");
 }
 
 NamedWeights read_checkpoint(const std::string& dir) {

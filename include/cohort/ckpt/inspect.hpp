@@ -28,6 +28,11 @@ std::vector<CheckpointEntry> list_checkpoints(const std::string& dir);
 // unreadable or names anything but a directory beside it.
 std::string read_latest(const std::string& dir);
 
+// Where checkpoints come from, said after an error about a place that holds none.
+inline constexpr const char* kWhereCheckpointsComeFrom =
+    " (a training run writes them to <train.run_dir>/checkpoints: when it ends, unless "
+    "checkpoint.at_end = false; every checkpoint.every_steps steps; at a stop signal)";
+
 // A step directory as given, or the one a checkpoint directory's `latest` names.
 std::string resolve_checkpoint(const std::string& path);
 Manifest read_manifest(const std::string& step_dir);
