@@ -101,6 +101,26 @@ comm::CommOptions quiet_waits() {
   return options;
 }
 
+// The metric watch's values from its tensor.
+std::vector<double> watch_values(const at::Tensor& t) {
+  const auto* d = t.data_ptr<double>();
+  return std::vector<double>(d, d + t.numel());
+}
+
+// A checkpoint from before the metric watch has no trainer.watch: it loads a fresh state (no
+// evaluation yet, nothing kept) instead of being skipped; any other tensor as `inner` says.
+ckpt::TensorSource with_fresh_watch(ckpt::TensorSource inner) {
+  return [inner = std::move(inner)](ckpt::CheckpointReader& reader, const ckpt::NamedTensor& want,
+                                    at::Tensor& buffer, bool verify) {
+    if (want.name == "trainer.watch" && reader.manifest().find(want.name) == nullptr) {
+      const auto fresh = MetricWatch({}).as_values();
+      buffer.copy_(at::tensor(c10::ArrayRef<double>(fresh), at::kDouble));
+      return true;
+    }
+    return inner && inner(reader, want, buffer, verify);
+  };
+}
+
 }  // namespace
 
 TrainCheckpoints::TrainCheckpoints(const TrainConfig& config, std::string config_hash,
@@ -284,6 +304,10 @@ std::optional<ResumePoint> TrainCheckpoints::resume(std::int64_t batch_size, std
   if (!options_.resume) return std::nullopt;
   check_tensor_split();
   auto wanted = tensors(/*create_optimizer_state=*/true, /*initial_values=*/remake != nullptr);
+  // The metric watch's state, before the position (which `plausible` finds last).
+  const std::size_t watch_index = wanted.size();
+  at::Tensor watch = at::zeros({static_cast<std::int64_t>(MetricWatch::kStateSize)}, at::kDouble);
+  wanted.push_back({"trainer.watch", watch});
   at::Tensor position = at::zeros({4}, at::kLong);
   wanted.push_back({"trainer.position", position});
   const std::int64_t global_batch = batch_size * (data_ > 0 ? data_ : comm_->size());
@@ -299,6 +323,11 @@ std::optional<ResumePoint> TrainCheckpoints::resume(std::int64_t batch_size, std
     COHORT_CHECK(c.rank_state.empty() || plausible_generator_size(c.rank_state.size()), IoError,
                  c.path, ": rank_state is ", c.rank_state.size(),
                  " bytes, not a random generator state (", generator_bytes, " bytes)");
+    if (watch_ != nullptr) {
+      MetricWatch probe = *watch_;
+      const std::string problem = probe.from_values(watch_values(v[watch_index]), p[0]);
+      COHORT_CHECK(problem.empty(), IoError, c.path, ": tensor 'trainer.watch' ", problem);
+    }
   };
   ckpt::LoadOptions load;
   load.verify = options_.verify;
@@ -306,7 +335,7 @@ std::optional<ResumePoint> TrainCheckpoints::resume(std::int64_t batch_size, std
   load.node_size = node_size_;
   load.warnings = progress;
   load.check = plausible;
-  load.source = tensor_reshard_source(split_, tensor_);
+  load.source = with_fresh_watch(tensor_reshard_source(split_, tensor_));
   const auto loaded = ckpt::load_latest(dir_, wanted, *comm_, load);
   if (!loaded) {
     optimizer_.state().clear();  // a fresh start: the optimizer creates its own state
@@ -316,6 +345,7 @@ std::optional<ResumePoint> TrainCheckpoints::resume(std::int64_t batch_size, std
   }
   for (auto& [state, tensor] : adamw_steps_) state->step(tensor.item<std::int64_t>());
   const auto* p = position.data_ptr<std::int64_t>();
+  if (watch_ != nullptr) watch_->from_values(watch_values(watch), p[0]);  // checked: plausible
   ResumePoint point{p[0], {p[1], p[2]}, loaded->path};
   if (loaded->manifest.world_size == comm_->size() && p[3] == global_batch &&
       !loaded->rank_state.empty()) {
@@ -330,9 +360,24 @@ std::optional<ResumePoint> TrainCheckpoints::resume(std::int64_t batch_size, std
 std::string TrainCheckpoints::maybe_save(std::int64_t step, const data::LoaderState& loader,
                                          std::int64_t batch_size, bool final) {
   const std::int64_t every = options_.every_steps;
-  if (every <= 0 || step == last_saved_ || (!final && step % every != 0)) return "";
+  const bool due = final ? every > 0 || options_.at_end : every > 0 && step % every == 0;
+  if (!due || step == last_saved_) return "";
   save(step, loader, batch_size, options_.async);
   return dir_ + "/" + ckpt::step_dir_name(step);
+}
+
+void TrainCheckpoints::save_best(std::int64_t step, const data::LoaderState& loader,
+                                 std::int64_t batch_size, std::vector<std::int64_t> kept) {
+  {
+    std::lock_guard<std::mutex> lock(best_mutex_);
+    best_steps_ = std::move(kept);
+  }
+  if (step != last_saved_) {
+    save(step, loader, batch_size, options_.async);  // its retention links `best` once committed
+  } else if (comm_->rank() == 0 && !in_flight()) {
+    std::lock_guard<std::mutex> lock(best_mutex_);  // committed already: link it now
+    update_best_link();
+  }
 }
 
 void TrainCheckpoints::save_now(std::int64_t step, const data::LoaderState& loader,
@@ -357,6 +402,9 @@ void TrainCheckpoints::save(std::int64_t step, const data::LoaderState& loader,
   request.tensors.push_back(
       {"trainer.position",
        at::tensor({step, loader.epoch, loader.batch, global_batch}, at::kLong)});
+  const auto watch = watch_ != nullptr ? watch_->as_values() : MetricWatch({}).as_values();
+  request.tensors.push_back(
+      {"trainer.watch", at::tensor(c10::ArrayRef<double>(watch), at::kDouble)});
   request.rank_state = generator_state();
   finish();  // one save in flight at most
   last_saved_ = step;
@@ -418,28 +466,6 @@ void TrainCheckpoints::start_background(std::function<void()> task) {
     }
     writing_.store(false, std::memory_order_release);
   });
-}
-
-// Keeps the newest checkpoint.keep_last, and every step divisible by checkpoint.keep_every.
-void TrainCheckpoints::apply_retention() {
-  const std::int64_t keep_last = options_.keep_last;
-  const std::int64_t keep_every = options_.keep_every;
-  if (keep_last <= 0) return;
-  std::vector<std::pair<std::int64_t, std::filesystem::path>> steps;
-  std::error_code error;
-  for (const auto& entry : std::filesystem::directory_iterator(dir_, error)) {
-    // Exact names only, and real directories (not links): a user's "step-00000001-backup/" is
-    // not a checkpoint, whatever its prefix.
-    const auto step = ckpt::parse_step_dir_name(entry.path().filename().string());
-    if (step && entry.is_directory(error) && !entry.is_symlink(error)) {
-      steps.emplace_back(*step, entry.path());
-    }
-  }
-  std::sort(steps.rbegin(), steps.rend());
-  for (std::size_t i = static_cast<std::size_t>(keep_last); i < steps.size(); ++i) {
-    if (keep_every > 0 && steps[i].first % keep_every == 0) continue;
-    std::filesystem::remove_all(steps[i].second, error);
-  }
 }
 
 }  // namespace cohort::train

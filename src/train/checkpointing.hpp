@@ -29,6 +29,7 @@
 #include <future>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
@@ -41,6 +42,7 @@
 #include "cohort/data/loader.hpp"
 #include "cohort/pipeline/tensor_parallel.hpp"
 #include "cohort/train/config.hpp"
+#include "cohort/train/metric_watch.hpp"
 #include "cohort/train/model.hpp"
 
 namespace cohort::comm {
@@ -71,18 +73,27 @@ class TrainCheckpoints {
                    const comm::MpiSession& session, torch::nn::Module& model,
                    torch::optim::Optimizer& optimizer);
   ~TrainCheckpoints();
-  bool saving() const { return options_.every_steps > 0; }
 
   // Collective. Cleans leftovers of interrupted saves, then loads the newest valid checkpoint
   // (checkpoint.resume); nullopt when there is none. Warnings go to `progress` on rank 0.
   std::optional<ResumePoint> resume(std::int64_t batch_size, std::FILE* progress);
-  // Collective. Saves when `step` is a multiple of checkpoint.every_steps, or when `final`.
+  // Collective. Saves when `step` is a multiple of checkpoint.every_steps, or when `final` (the
+  // end of training) and either every_steps or checkpoint.at_end asks for it.
   // Returns the committed directory, or "" when nothing was due.
   std::string maybe_save(std::int64_t step, const data::LoaderState& loader,
                          std::int64_t batch_size, bool final);
   // Collective. Saves now, synchronously, whatever checkpoint.every_steps says (a signal's
   // checkpoint); waits for a save in flight first, and only that when it was of this step.
   void save_now(std::int64_t step, const data::LoaderState& loader, std::int64_t batch_size);
+  // The best checkpoints (checkpoint.best_metric): the run's metric watch, whose state goes into
+  // every checkpoint as trainer.watch and comes back at resume (a checkpoint written before
+  // there was one loads a fresh state).
+  void set_watch(MetricWatch* watch) { watch_ = watch; }
+  // Collective. Step `step` is one of the best now (`kept`, best first, is the whole list):
+  // saved unless it is already, kept whatever keep_last says, and <dir>/best links to the first
+  // of `kept` that is committed. Steps that left the list go back to the usual retention.
+  void save_best(std::int64_t step, const data::LoaderState& loader, std::int64_t batch_size,
+                 std::vector<std::int64_t> kept);
   // Waits for a save in flight; rethrows its error. Collective in effect (the writer's are).
   void finish();
   // Before anything changes the parameters or the optimizer state in place (the optimizer step):
@@ -127,6 +138,7 @@ class TrainCheckpoints {
   std::string saved_name(const std::string& parameter) const;
   void check_tensor_split() const;
   void apply_retention();
+  void update_best_link();  // rank 0, under best_mutex_
   void save(std::int64_t step, const data::LoaderState& loader, std::int64_t batch_size,
             bool async);
   void start_background(std::function<void()> task);
@@ -141,6 +153,9 @@ class TrainCheckpoints {
   ckpt::PlanCache plans_;  // the save plan, made again only when the tensors change
   std::string dir_;
   std::int64_t last_saved_ = -1;
+  MetricWatch* watch_ = nullptr;
+  std::mutex best_mutex_;                 // best_steps_ and the link: training and writer threads
+  std::vector<std::int64_t> best_steps_;  // best first
   std::vector<std::pair<torch::optim::AdamWParamState*, at::Tensor>> adamw_steps_;
   std::thread writer_;
   std::atomic<bool> writing_{false};

@@ -126,6 +126,24 @@ const std::vector<ConfigRule>& config_rules() {
                     ? ""
                     : "'" + c.monitor.http_bind + "' is not one host name or address";
        }},
+      {"checkpoint.best_metric",
+       "checkpoint.best_metric needs data.val_path (what it is measured on)",
+       [](C c) -> std::string {
+         return c.checkpoint.best_metric == TargetMetric::kNone || !c.data.val_path.empty()
+                    ? ""
+                    : "needs data.val_path: the best checkpoints are chosen by evaluations";
+       }},
+      {"train.early_stop_patience",
+       "train.early_stop_patience needs data.val_path and a metric (train.early_stop_metric or "
+       "checkpoint.best_metric)",
+       [](C c) -> std::string {
+         if (c.train.early_stop_patience == 0) return "";
+         if (c.data.val_path.empty()) return "needs data.val_path: it counts evaluations";
+         return c.train.early_stop_metric != TargetMetric::kNone ||
+                        c.checkpoint.best_metric != TargetMetric::kNone
+                    ? ""
+                    : "needs train.early_stop_metric or checkpoint.best_metric";
+       }},
       {"slurm.signals",
        "slurm.signals lists USR1, USR2, TERM, INT, HUP, QUIT, XCPU (SIG prefix optional)",
        [](C c) -> std::string {

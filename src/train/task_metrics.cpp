@@ -147,6 +147,26 @@ double EvalResult::metric(const std::string& name) const {
   return std::numeric_limits<double>::quiet_NaN();
 }
 
+double metric_value(const EvalResult& result, TargetMetric metric) {
+  switch (metric) {
+    case TargetMetric::kAccuracy:
+      return result.accuracy;
+    case TargetMetric::kLoss:
+      return result.loss;
+    case TargetMetric::kPerplexity:
+      return result.perplexity;
+    case TargetMetric::kMae:
+      return result.metric("mae");
+    case TargetMetric::kR2:
+      return result.metric("r2");
+    case TargetMetric::kMicroF1:
+      return result.metric("micro_f1");
+    case TargetMetric::kNone:
+      break;
+  }
+  return std::numeric_limits<double>::quiet_NaN();
+}
+
 std::string eval_text(const EvalResult& result) {
   std::string text = "loss " + fixed(result.loss, 4);
   for (const auto& [name, value] : result.metrics) {

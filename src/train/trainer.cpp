@@ -124,6 +124,7 @@ void Trainer::Impl::setup() {
   // BatchNorm statistics move on each rank's own batch after DDP's broadcast: a save takes rank
   // 0's (what the next step would broadcast anyway), not a mix of the ranks' values.
   checkpoints->set_before_save([this] { parallel->ddp().broadcast_buffers(); });
+  make_watch();
   if (initial.generator.defined() && parallel->whole_model() != nullptr) {
     checkpoints->set_initial_values([this] { remake_initial_values(); });
   }
@@ -387,6 +388,8 @@ std::string stop_reason_text(const TrainSummary& s) {
       return "max_steps";
     case StopReason::kTargetReached:
       return "target reached";
+    case StopReason::kEarlyStop:
+      return "early stop";
     case StopReason::kSignal:
       return signal_name(s.stop_signal);
     case StopReason::kTimeLimit:

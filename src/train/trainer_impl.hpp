@@ -26,6 +26,7 @@
 #include "cohort/env/system_info.hpp"
 #include "cohort/monitor/monitor.hpp"
 #include "cohort/train/config.hpp"
+#include "cohort/train/metric_watch.hpp"
 #include "cohort/train/model.hpp"
 #include "cohort/train/optim.hpp"
 #include "cohort/train/trainer.hpp"
@@ -89,6 +90,7 @@ struct Trainer::Impl {
   std::unique_ptr<torch::optim::Optimizer> optimizer;
   std::unique_ptr<LrSchedule> schedule;
   std::unique_ptr<TrainCheckpoints> checkpoints;
+  std::unique_ptr<MetricWatch> watch;  // best checkpoints, early stopping (trainer_watch.cpp)
   std::unique_ptr<Preemption> preemption;
   RunPlan plan;
   StepSettings settings;
@@ -133,7 +135,12 @@ struct Trainer::Impl {
   std::optional<ResumePoint> resume();
   void start_monitor(std::optional<std::int64_t> resumed_at);
   void report_step(std::int64_t step, std::int64_t epoch);
-  bool evaluate_and_check(std::int64_t step, int& stopped_by);
+  std::optional<StopReason> evaluate_and_check(std::int64_t step, int& stopped_by);
+  // best checkpoints and early stopping (trainer_watch.cpp)
+  void make_watch();
+  bool watch_evaluation(std::int64_t step, const EvalResult& result);
+  bool evaluation_due(std::int64_t step) const;
+  void evaluate_again_after_resume(LoopState& loop);
   void stop_for_signal(int signal, std::int64_t step);
   void log(nlohmann::json record) { monitor->event(std::move(record)); }
   void say(const std::string& line) { monitor->say(line); }

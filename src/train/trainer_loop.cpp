@@ -3,6 +3,7 @@
 // report, evaluation when due, and the decision to stop; at the end the final evaluation, the last
 // checkpoint and the run's record.
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <optional>
 #include <vector>
@@ -59,6 +60,7 @@ TrainSummary Trainer::Impl::run() {
   LoopState loop;
   loop.first_step = loop.step = resumed ? resumed->step : 0;
   if (loop.step >= plan.total_steps) loop.stop = StopReason::kEpochs;  // a finished run again
+  if (resumed) evaluate_again_after_resume(loop);
   timer.begin();
   for (std::int64_t epoch = resumed ? resumed->loader.epoch : 0;
        epoch < config.train.epochs && !loop.stop; ++epoch) {
@@ -119,16 +121,20 @@ int Trainer::Impl::evaluate_now(LoopState& loop) {
   loop.evaluated_at = loop.step;
   const auto eval_start = LoopState::Clock::now();
   int signal = 0;
-  if (evaluate_and_check(loop.step, signal)) loop.stop = StopReason::kTargetReached;
+  if (const auto reason = evaluate_and_check(loop.step, signal); reason && !loop.stop) {
+    loop.stop = reason;
+  }
   loop.steady.exclude(LoopState::Clock::now() - eval_start);
   timer.begin();
   return signal;
 }
 
-// Evaluates when a validation set is given; true when the target metric is reached.
-bool Trainer::Impl::evaluate_and_check(std::int64_t step_index, int& stopped_by) {
+// Evaluates when a validation set is given; a reason to stop when the target metric is reached
+// or early stopping says so.
+std::optional<StopReason> Trainer::Impl::evaluate_and_check(std::int64_t step_index,
+                                                            int& stopped_by) {
   const std::string& val = config.data.val_path;
-  if (val.empty()) return false;
+  if (val.empty()) return std::nullopt;
   EvalOptions o;
   o.task = task.get();
   o.batch_size = plan.batch_size;
@@ -145,7 +151,7 @@ bool Trainer::Impl::evaluate_and_check(std::int64_t step_index, int& stopped_by)
     log({{"event", "eval_abandoned"},
          {"step", step_index},
          {"signal", signal_name_or_deadline(stopped_by)}});
-    return false;
+    return std::nullopt;
   }
   summary.eval = *result;
   summary.evaluated = true;
@@ -158,24 +164,16 @@ bool Trainer::Impl::evaluate_and_check(std::int64_t step_index, int& stopped_by)
       {"task", e.task}};
   for (const auto& [name, value] : e.metrics) record[name] = value;
   log(std::move(record));
-  const double target = config.train.target_value;
-  switch (config.train.target_metric) {
-    case TargetMetric::kAccuracy:
-      return e.accuracy >= target;
-    case TargetMetric::kLoss:
-      return e.loss <= target;
-    case TargetMetric::kPerplexity:
-      return e.perplexity <= target;
-    case TargetMetric::kMae:
-      return e.metric("mae") <= target;
-    case TargetMetric::kR2:
-      return e.metric("r2") >= target;
-    case TargetMetric::kMicroF1:
-      return e.metric("micro_f1") >= target;
-    case TargetMetric::kNone:
-      break;
+  const bool early_stop = watch_evaluation(step_index, e);
+  const TargetMetric target = config.train.target_metric;
+  const double value = metric_value(e, target);
+  if (target != TargetMetric::kNone && !std::isnan(value) &&
+      (higher_is_better(target) ? value >= config.train.target_value
+                                : value <= config.train.target_value)) {
+    return StopReason::kTargetReached;
   }
-  return false;
+  if (early_stop) return StopReason::kEarlyStop;
+  return std::nullopt;
 }
 
 // A signal (or the time limit) agreed at this step: checkpoint, requeue, stop resumable.

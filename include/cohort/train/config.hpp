@@ -118,6 +118,9 @@ struct TrainSection {
   std::int64_t seed = 0;
   TargetMetric target_metric = TargetMetric::kNone;
   double target_value = 0;
+  std::int64_t early_stop_patience = 0;
+  TargetMetric early_stop_metric = TargetMetric::kNone;  // none: checkpoint.best_metric
+  double early_stop_min_delta = 0;
   std::int64_t threads = 0;
   Precision precision = Precision::kFp32;
   std::int64_t blas_threads = 0;
@@ -148,6 +151,9 @@ struct ParallelConfig {
 struct CheckpointConfig {
   std::string dir;  // empty: <train.run_dir>/checkpoints (see checkpoint_dir())
   std::int64_t every_steps = 0;
+  bool at_end = false;
+  TargetMetric best_metric = TargetMetric::kNone;
+  std::int64_t best_keep = 0;
   bool async = false;
   std::int64_t keep_last = 0;
   std::int64_t keep_every = 0;

@@ -44,6 +44,10 @@ struct EvalResult {
   double metric(const std::string& name) const;
 };
 
+enum class TargetMetric;  // config.hpp
+// The value of a validation metric of config.hpp's list (NaN: none, or not the task's).
+double metric_value(const EvalResult& result, TargetMetric metric);
+
 // "loss 0.2529 accuracy 0.9721 perplexity 1.288 top5_accuracy 0.9972": the loss, then the metrics.
 std::string eval_text(const EvalResult& result);
 
@@ -52,6 +56,7 @@ enum class StopReason {
   kEpochs,         // train.epochs done
   kMaxSteps,       // train.max_steps reached first
   kTargetReached,  // train.target_metric reached train.target_value
+  kEarlyStop,      // train.early_stop_patience evaluations without improvement
   kSignal,         // a signal of slurm.signals: checkpointed, resumable
   kTimeLimit,      // slurm.time_margin before the job's time limit: checkpointed, resumable
 };

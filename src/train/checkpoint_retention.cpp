@@ -1,0 +1,74 @@
+// Which committed checkpoints stay (checkpoint.keep_last, keep_every, the best ones) and the
+// `best` link beside them: rank 0's part of TrainCheckpoints, run after each commit.
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <string>
+#include <system_error>
+#include <vector>
+
+#include "cohort/ckpt/manifest.hpp"
+#include "train/checkpointing.hpp"
+
+namespace cohort::train {
+namespace fs = std::filesystem;
+
+// Keeps the newest checkpoint.keep_last, every step divisible by checkpoint.keep_every, and the
+// best ones (checkpoint.best_metric), then links `best`.
+void TrainCheckpoints::apply_retention() {
+  std::lock_guard<std::mutex> lock(best_mutex_);
+  update_best_link();
+  const std::int64_t keep_last = options_.keep_last;
+  const std::int64_t keep_every = options_.keep_every;
+  if (keep_last <= 0) return;
+  std::vector<std::pair<std::int64_t, fs::path>> steps;
+  std::error_code error;
+  for (const auto& entry : fs::directory_iterator(dir_, error)) {
+    // Exact names only, and real directories (not links): a user's "step-00000001-backup/" is
+    // not a checkpoint, whatever its prefix.
+    const auto step = ckpt::parse_step_dir_name(entry.path().filename().string());
+    if (step && entry.is_directory(error) && !entry.is_symlink(error)) {
+      steps.emplace_back(*step, entry.path());
+    }
+  }
+  std::sort(steps.rbegin(), steps.rend());
+  for (std::size_t i = static_cast<std::size_t>(keep_last); i < steps.size(); ++i) {
+    if (keep_every > 0 && steps[i].first % keep_every == 0) continue;
+    if (std::count(best_steps_.begin(), best_steps_.end(), steps[i].first) != 0) continue;
+    fs::remove_all(steps[i].second, error);
+  }
+}
+
+// <dir>/best: a relative link to the first best step that is committed (its manifest is the
+// last file a save writes), replaced atomically; a `best` that is not a link is the user's and
+// is left alone, said once.
+void TrainCheckpoints::update_best_link() {
+  if (comm_->rank() != 0) return;
+  std::error_code error;
+  for (const std::int64_t step : best_steps_) {
+    const std::string name = ckpt::step_dir_name(step);
+    if (!fs::is_regular_file(fs::path(dir_) / name / "manifest.json", error)) continue;
+    const fs::path link = fs::path(dir_) / "best";
+    if (fs::exists(fs::symlink_status(link, error)) && !fs::is_symlink(link, error)) {
+      static bool said = false;
+      if (!said)
+        std::fprintf(stderr, "cohort: warning: %s is not a link: not replaced\n", link.c_str());
+      said = true;
+      return;
+    }
+    const fs::path temporary = fs::path(dir_) / (".best.link-" + std::to_string(::getpid()));
+    fs::remove(temporary, error);
+    fs::create_directory_symlink(name, temporary, error);
+    if (!error) fs::rename(temporary, link, error);
+    if (error) {
+      std::fprintf(stderr, "cohort: warning: cannot link %s to %s: %s\n", link.c_str(),
+                   name.c_str(), error.message().c_str());
+      fs::remove(temporary, error);
+    }
+    return;
+  }
+}
+
+}  // namespace cohort::train
