@@ -6,6 +6,24 @@ set(COHORT_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/Cohort)
 # cohort-torch finds libcohort; `cohort` links none of Cohort's libraries (src/CMakeLists.txt).
 set_target_properties(cohort_torch_cli PROPERTIES INSTALL_RPATH "$ORIGIN/../${CMAKE_INSTALL_LIBDIR}")
 
+# A partial build (scripts/main-job builds cohort_cli and what it needs) lacks some of what is
+# installed: said first, in one line naming what to build, instead of CMake's own error about
+# the first missing file.
+install(CODE "
+  set(_missing)
+  foreach(_file $<TARGET_FILE:cohort> $<TARGET_FILE:cohort_cli> $<TARGET_FILE:cohort_torch_cli>
+                $<TARGET_FILE:cohort_exporter> ${PROJECT_BINARY_DIR}/cli-docs/cohort-complete
+                ${PROJECT_BINARY_DIR}/cli-docs/man/man1)
+    if(NOT EXISTS \${_file})
+      list(APPEND _missing \${_file})
+    endif()
+  endforeach()
+  if(_missing)
+    string(REPLACE \";\" \", \" _missing \"\${_missing}\")
+    message(FATAL_ERROR \"cohort: install needs the whole build, missing: \${_missing}: run \"
+                        \"cmake --build ${PROJECT_BINARY_DIR} (or scripts/build) first\")
+  endif()
+")
 install(TARGETS cohort cohort_cli cohort_torch_cli cohort_exporter EXPORT CohortTargets
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
         RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
