@@ -68,7 +68,8 @@ def throughput(name, run):
                     "--set", f"data.batch_size={args.batch}", "--set", "optim.name=sgd",
                     "--set", "optim.lr=0.01", "--set", f"train.max_steps={args.steps}",
                     "--set", "train.epochs=1000", "--set", "train.log_every=0",
-                    "--set", "checkpoint.every_steps=0", "--set", f"train.run_dir={run}"]
+                    "--set", "checkpoint.every_steps=0",
+                    "--set", "checkpoint.at_end=false", "--set", f"train.run_dir={run}"]
     done = subprocess.run(cmd, capture_output=True, text=True)
     if done.returncode != 0:
         sys.exit(f"torchscript_speed: {name} failed: {done.stderr[-1500:]}")

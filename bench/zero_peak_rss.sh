@@ -40,7 +40,8 @@ for run in "${runs[@]}"; do
     --set model.context=32 --set model.dropout=0 --set optim.name=adamw --set optim.lr=1e-4 \
     --set data.batch_size=2 --set train.max_steps=3 --set train.log_every=1000 \
     --set parallel.zero="$zero" --set model.materialize="$materialize" \
-    --set train.malloc_tuning=false --set train.run_dir="$work/$name" >"$work/$name.log" 2>&1 ||
+    --set train.malloc_tuning=false --set checkpoint.at_end=false \
+    --set train.run_dir="$work/$name" >"$work/$name.log" 2>&1 ||
     { cat "$work/$name.log" >&2; exit 1; }
 done
 /usr/bin/python3 - "$work" "$budget" "$json" <<'PY'

@@ -50,6 +50,7 @@ run_cohort() {  # MODEL RANKS MALLOC(on|off) -> one JSON line
   OPENBLAS_NUM_THREADS=$threads "$cohort" launch -n "$2" -- "$cohort" train \
     --config "$here/$1.ini" --set data.path=images.h5 --set train.threads="$threads" \
     --set train.malloc_tuning=$tuning --set train.max_steps="${steps[$1]}" \
+    --set checkpoint.at_end=false --set checkpoint.resume=false \
     --set train.run_dir="runs/$1" --json 2>/dev/null |
     /usr/bin/python3 -c 'import json,sys; r=json.load(sys.stdin); print(json.dumps({
       "side": "cohort", "samples_per_s": r["steady_samples_per_s"],
@@ -82,7 +83,8 @@ run_independent() {  # MODEL -> one JSON line: the two runs' samples/s summed
   for r in 0 1; do
     OPENBLAS_NUM_THREADS=$threads "$cohort" train --config "$here/$1.ini" \
       --set data.path=images.h5 --set train.threads="$threads" \
-      --set train.max_steps="${steps[$1]}" --set train.run_dir="runs/alone$r" --json \
+      --set train.max_steps="${steps[$1]}" --set checkpoint.at_end=false \
+      --set checkpoint.resume=false --set train.run_dir="runs/alone$r" --json \
       2>/dev/null >"alone.$r.json" &
   done
   wait
