@@ -20,7 +20,8 @@ set (and the reverse) are each refused in one line
 naming the file, exit 2. Each 1-rank run is exported back as TorchScript (`cohort ckpt export
 --torchscript`), which torch.jit.load runs with outputs within 1e-6 of PyTorch's trained module;
 exporting into a module it did not train is refused. The run keeps a copy of its module beside
-its checkpoints: resuming with another module is refused, with the copy or the same file it
+its checkpoints: resuming with another module is refused (naming the first difference), with
+the copy, the same file or the same module saved again (other bytes) it
 resumes, and `ckpt export --run-module` exports into the copy.
 
 Usage: torchscript.py COHORT WORKDIR   (MPIEXEC, MPIEXEC_FLAGS from the environment)
@@ -228,14 +229,22 @@ def resume(model_file, steps):
 done = resume("branch.pt", 25)  # the same names and shapes, another module
 last = done.stderr.strip().splitlines()[-1] if done.stderr.strip() else ""
 if done.returncode != 2 or "branch.pt: model.file: not the module this run's checkpoints were " \
-        "trained with" not in last:
+        "trained with" not in last or "first difference '" not in last:
     fail(f"a resume with another module: exit {done.returncode}, {done.stderr[-1500:]}")
 print(f"refused (exit 2): {last[:160]}...")
 for model_file, steps in ((kept, 25), ("traced.pt", 30)):
     done = resume(model_file, steps)
     if done.returncode != 0 or "resumed from" not in done.stdout + done.stderr:
         fail(f"a resume with {model_file}: exit {done.returncode}, {done.stderr[-1500:]}")
-print("resumed with the kept copy, then with the same file")
+# The same module saved again (by another name: its archive's folder, so its bytes, differ):
+# what the run depends on is equal, and it resumes.
+torch.jit.load("traced.pt").save("again.pt")
+if open("again.pt", "rb").read() == open("traced.pt", "rb").read():
+    fail("again.pt has traced.pt's bytes: the case tests nothing")
+done = resume("again.pt", 35)
+if done.returncode != 0 or "resumed from" not in done.stdout + done.stderr:
+    fail(f"a resume with the same module saved again: exit {done.returncode}, {done.stderr[-1500:]}")
+print("resumed with the kept copy, with the same file, and with the module saved again")
 for args, out in ((["--run-module"], "run-module.pt"), (["--torchscript", "traced.pt"], "named.pt")):
     subprocess.run([cohort, "ckpt", "export", "traced-sgd-1/checkpoints", "-o", out, *args],
                    check=True, capture_output=True)
