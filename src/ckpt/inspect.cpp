@@ -32,11 +32,17 @@ Manifest read_manifest(const std::string& step_dir) {
 }
 
 std::string resolve_checkpoint(const std::string& path) {
+  namespace fs = std::filesystem;
   std::error_code error;
-  COHORT_CHECK(std::filesystem::exists(path, error), IoError, path,
-               ": no such checkpoint directory", kWhereCheckpointsComeFrom);
+  COHORT_CHECK(!fs::is_symlink(path, error) || fs::exists(path, error), IoError, path,
+               ": a link to ", fs::read_symlink(path, error).string(),
+               ", which no longer exists (retention removed it, or it was never committed)");
+  COHORT_CHECK(fs::exists(path, error), IoError, path, ": no such checkpoint directory",
+               kWhereCheckpointsComeFrom);
   COHORT_CHECK(std::filesystem::is_directory(path, error), IoError, path, ": not a directory");
   if (std::filesystem::exists(path + "/manifest.json", error)) return path;
+  COHORT_CHECK(!std::filesystem::exists(path + "/checkpoints/latest", error), IoError, path,
+               ": a run directory? Its checkpoints are in ", path, "/checkpoints");
   COHORT_CHECK(std::filesystem::exists(path + "/latest", error), IoError, path,
                ": neither a checkpoint (no manifest.json) nor a checkpoint directory (no latest)",
                kWhereCheckpointsComeFrom);

@@ -188,10 +188,12 @@ DatasetInfo describe_shard(const std::string& path) {
   }
   const auto channels = info.sample_shape.empty() ? 1 : info.sample_shape.front();
   for (const auto* stats : {&info.mean, &info.stddev}) {
-    COHORT_CHECK(stats->empty() || stats->size() == 1 ||
-                     static_cast<std::int64_t>(stats->size()) == channels,
-                 IoError, path, ": attributes 'mean'/'std' need 1 or ", channels, " values, found ",
-                 stats->size());
+    COHORT_CHECK(
+        stats->empty() || stats->size() == 1 ||
+            static_cast<std::int64_t>(stats->size()) == channels,
+        IoError, path, ": attributes 'mean'/'std' need ",
+        channels == 1 ? std::string("1 value") : "1 or " + std::to_string(channels) + " values",
+        " (one per channel), found ", stats->size());
   }
   for (double s : info.stddev) {
     COHORT_CHECK(std::isfinite(s) && s > 0, IoError, path, ": attribute 'std' has ", s);

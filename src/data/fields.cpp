@@ -31,10 +31,12 @@ void read_field_attributes(hid_t object, const std::string& where, FieldInfo& fi
   if (auto mean = h5::read_number_attribute(object, "mean", where)) field.mean = *mean;
   if (auto stddev = h5::read_number_attribute(object, "std", where)) field.stddev = *stddev;
   for (const auto* stats : {&field.mean, &field.stddev}) {
-    COHORT_CHECK(stats->empty() || stats->size() == 1 ||
-                     static_cast<std::int64_t>(stats->size()) == channels,
-                 IoError, where, ": attributes 'mean'/'std' need 1 or ", channels,
-                 " values, found ", stats->size());
+    COHORT_CHECK(
+        stats->empty() || stats->size() == 1 ||
+            static_cast<std::int64_t>(stats->size()) == channels,
+        IoError, where, ": attributes 'mean'/'std' need ",
+        channels == 1 ? std::string("1 value") : "1 or " + std::to_string(channels) + " values",
+        " (one per channel), found ", stats->size());
   }
   for (double s : field.stddev) {
     COHORT_CHECK(std::isfinite(s) && s > 0, IoError, where, ": attribute 'std' has ", s);

@@ -19,7 +19,11 @@ namespace fs = std::filesystem;
 // best ones (checkpoint.best_metric), then links `best`.
 void TrainCheckpoints::apply_retention() {
   std::lock_guard<std::mutex> lock(best_mutex_);
-  update_best_link();
+  remove_old_checkpoints();
+  update_best_link();  // after the removals: it never names one of them
+}
+
+void TrainCheckpoints::remove_old_checkpoints() {
   const std::int64_t keep_last = options_.keep_last;
   const std::int64_t keep_every = options_.keep_every;
   if (keep_last <= 0) return;
@@ -43,7 +47,8 @@ void TrainCheckpoints::apply_retention() {
 
 // <dir>/best: a relative link to the first best step that is committed (its manifest is the
 // last file a save writes), replaced atomically; a `best` that is not a link is the user's and
-// is left alone, said once.
+// is left alone, said once. Runs after every commit (retention), so a link of ours never
+// outlives the checkpoint it names.
 void TrainCheckpoints::update_best_link() {
   if (comm_->rank() != 0) return;
   std::error_code error;
@@ -69,6 +74,10 @@ void TrainCheckpoints::update_best_link() {
     }
     return;
   }
+  // No best step committed (best_metric switched off, or its checkpoints gone): a link of ours
+  // that leads nowhere goes.
+  const fs::path link = fs::path(dir_) / "best";
+  if (fs::is_symlink(link, error) && !fs::exists(link, error)) fs::remove(link, error);
 }
 
 }  // namespace cohort::train

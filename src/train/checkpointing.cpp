@@ -345,7 +345,12 @@ std::optional<ResumePoint> TrainCheckpoints::resume(std::int64_t batch_size, std
   }
   for (auto& [state, tensor] : adamw_steps_) state->step(tensor.item<std::int64_t>());
   const auto* p = position.data_ptr<std::int64_t>();
-  if (watch_ != nullptr) watch_->from_values(watch_values(watch), p[0]);  // checked: plausible
+  if (watch_ != nullptr) {
+    watch_->from_values(watch_values(watch), p[0]);  // checked: plausible
+    std::lock_guard<std::mutex> lock(best_mutex_);   // kept apart from retention again
+    best_steps_.clear();
+    for (const auto& kept : watch_->kept()) best_steps_.push_back(kept.first);
+  }
   ResumePoint point{p[0], {p[1], p[2]}, loaded->path};
   if (loaded->manifest.world_size == comm_->size() && p[3] == global_batch &&
       !loaded->rank_state.empty()) {

@@ -138,7 +138,8 @@ class TrainCheckpoints {
   std::string saved_name(const std::string& parameter) const;
   void check_tensor_split() const;
   void apply_retention();
-  void update_best_link();  // rank 0, under best_mutex_
+  void remove_old_checkpoints();  // rank 0, under best_mutex_
+  void update_best_link();        // rank 0, under best_mutex_
   void save(std::int64_t step, const data::LoaderState& loader, std::int64_t batch_size,
             bool async);
   void start_background(std::function<void()> task);

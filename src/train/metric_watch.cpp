@@ -33,6 +33,7 @@ bool MetricWatch::active() const {
 
 WatchVerdict MetricWatch::observe(std::int64_t step, double best_value, double stop_value) {
   WatchVerdict verdict;
+  if (step <= evaluated_at_) return verdict;  // seen already (its outcome came with a checkpoint)
   evaluated_at_ = step;
   if (options_.best_metric != TargetMetric::kNone && std::isfinite(best_value)) {
     const bool higher = higher_is_better(options_.best_metric);
@@ -100,6 +101,18 @@ std::string MetricWatch::from_values(const std::vector<double>& v, std::int64_t 
       return "best step " + std::to_string(s) + " (value " + std::to_string(value) + ")";
     }
     kept.emplace_back(static_cast<std::int64_t>(s), value);
+  }
+  // Best first, each step once, as observe() keeps them (in the direction of the saved metric).
+  const bool higher = higher_is_better(static_cast<TargetMetric>(static_cast<int>(v[1])));
+  for (std::size_t i = 1; i < kept.size(); ++i) {
+    const auto& a = kept[i - 1];
+    const auto& b = kept[i];
+    const bool ordered = a.second != b.second ? (higher ? a.second > b.second : a.second < b.second)
+                                              : a.first < b.first;
+    if (!ordered) return "best steps out of order (" + std::to_string(b.first) + ")";
+    for (std::size_t j = 0; j < i; ++j) {
+      if (kept[j].first == b.first) return "best step " + std::to_string(b.first) + " twice";
+    }
   }
   evaluated_at_ = static_cast<std::int64_t>(v[0]);
   if (static_cast<TargetMetric>(static_cast<int>(v[2])) == options_.stop_metric) {

@@ -76,6 +76,7 @@ class Task {
 };
 
 // train.target_metric names a metric `task` does not report: ConfigError.
-void check_target_metric(TargetMetric metric, const Task& task);
+void check_target_metric(TargetMetric metric, const Task& task,
+                         const char* key = "train.target_metric");
 
 }  // namespace cohort::train

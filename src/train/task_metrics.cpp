@@ -175,7 +175,7 @@ std::string eval_text(const EvalResult& result) {
   return text;
 }
 
-void check_target_metric(TargetMetric metric, const Task& task) {
+void check_target_metric(TargetMetric metric, const Task& task, const char* key) {
   const TaskKind kind = task.kind();
   bool reported = true;
   switch (metric) {
@@ -196,7 +196,7 @@ void check_target_metric(TargetMetric metric, const Task& task) {
       break;
   }
   const EvalResult probe = task.finish(std::vector<double>(task.sum_count(), 0.0));
-  COHORT_CHECK(reported, ConfigError, "train.target_metric = ", to_string(metric),
+  COHORT_CHECK(reported, ConfigError, key, " = ", to_string(metric),
                ": train.task = ", to_string(kind), " does not report it (it reports ",
                metric_names(probe), ")");
 }

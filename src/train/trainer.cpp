@@ -167,6 +167,8 @@ void Trainer::Impl::make_loader() {
   if (loader->info().vocab_size > 0) facts.tokens_per_sample = loader->info().seq_len;
   task = std::make_unique<Task>(task_options(config.train), loader->info());
   check_target_metric(config.train.target_metric, *task);
+  check_target_metric(config.checkpoint.best_metric, *task, "checkpoint.best_metric");
+  check_target_metric(config.train.early_stop_metric, *task, "train.early_stop_metric");
   if (!config.data.val_path.empty()) {
     auto val = data::describe(config.data.val_path);
     if (!config.data.target.empty())

@@ -59,8 +59,17 @@ TrainSummary Trainer::Impl::run() {
   const auto resumed = resume();
   LoopState loop;
   loop.first_step = loop.step = resumed ? resumed->step : 0;
-  if (loop.step >= plan.total_steps) loop.stop = StopReason::kEpochs;  // a finished run again
-  if (resumed) evaluate_again_after_resume(loop);
+  if (loop.step >= plan.total_steps) {  // a finished run started again
+    loop.stop = plan.limited_by_steps ? StopReason::kMaxSteps : StopReason::kEpochs;
+    say("the run is complete at step " + std::to_string(loop.step) +
+        ": nothing to train (to train longer, raise train.max_steps or train.epochs; to start "
+        "over, a new train.run_dir or checkpoint.resume = false)");
+  }
+  if (resumed) {
+    // The checkpoint knows whether its step was evaluated (the final evaluation is not repeated).
+    if (watch->evaluated_at() == loop.step) loop.evaluated_at = loop.step;
+    evaluate_again_after_resume(loop);
+  }
   timer.begin();
   for (std::int64_t epoch = resumed ? resumed->loader.epoch : 0;
        epoch < config.train.epochs && !loop.stop; ++epoch) {

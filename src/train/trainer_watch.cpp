@@ -35,7 +35,10 @@ void Trainer::Impl::make_watch() {
 // After the evaluation at `step` (every rank has the same result): the best checkpoints kept and
 // saved, the early-stopping count moved on. True when the run is to stop.
 bool Trainer::Impl::watch_evaluation(std::int64_t step, const EvalResult& result) {
-  if (!watch->active()) return false;
+  if (!watch->active()) {
+    watch->observe(step, NAN, NAN);  // the step evaluated, for a rerun of a finished run
+    return false;
+  }
   const TargetMetric best_metric = config.checkpoint.best_metric;
   const TargetMetric stop_metric = config.train.early_stop_metric != TargetMetric::kNone
                                        ? config.train.early_stop_metric

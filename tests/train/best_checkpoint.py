@@ -9,10 +9,13 @@ after 4 evaluations without an improvement of more than 0.001. Run A goes uninte
     the run stopped early (else the test proves nothing) with stop_reason "early stop";
   - its checkpoint directory holds exactly the 3 best and the latest (keep_last = 1 deletes
     the others), and `best` links to the best; `cohort ckpt export .../best` reads it.
-Run B is the same run stopped by SIGUSR1 after its step-9 checkpoint, then started again; run C
+Runs B are the same run stopped by SIGUSR1 after its step-9 checkpoint, or after the last
+evaluation that entered the best K (the resumed run's saves then all go through retention with
+the best K restored from the checkpoint), then started again; run C
 starts from a copy of A's best checkpoint of step 15 alone (written before that step's
-evaluation: the restart must evaluate step 15 again, and says so). Both end at A's step with A's
+evaluation: the restart must evaluate step 15 again, and says so). All end at A's step with A's
 kept steps and A's final parameters, bit-identical, and every evaluation's loss equal to A's.
+checkpoint.best_metric = mae on a classification task is refused (exit 2).
 
 Usage: best_checkpoint.py COHORT WORKDIR   (MPIEXEC, MPIEXEC_FLAGS from the environment)
 """
@@ -149,29 +152,44 @@ def same_as_a(run_dir, what, since=0):
         fail(f"{what}: final parameters differ from run A's: {differ[:5]}")
 
 
-# ---- B: SIGUSR1 after the step-9 checkpoint, started again ------------------------------------
-first = subprocess.Popen(launcher + ["-np", "2", cohort] + train_args("b", slow=150),
-                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-deadline = time.time() + 120
-while time.time() < deadline:
-    try:
-        if open("b/checkpoints/latest").read().strip() >= "step-00000009":
-            break
-    except OSError:
-        pass
-    time.sleep(0.05)
-pids = subprocess.run(["pgrep", "-f", "train.run_dir=b( |$)"], capture_output=True,
-                      text=True).stdout.split()
-ranks = [p for p in pids if int(p) != first.pid]
-if not ranks:
-    fail("run B: no rank to signal")
-os.kill(int(ranks[-1]), signal.SIGUSR1)
-b1 = first.communicate(timeout=300)[0]
-if first.returncode != 75:
-    fail(f"run B exited {first.returncode} after SIGUSR1, not 75: {b1[-2000:]}")
-b2 = run(train_args("b", slow=150), ranks=2).stdout
-same_as_a("b", "run B (stopped by SIGUSR1, resumed)")
-print(f"run B: stopped after its step-9 checkpoint, resumed, ends as run A")
+# ---- B: SIGUSR1 after a checkpoint, started again ----------------------------------------------
+def stopped_and_resumed(run_dir, after):
+    """The run stopped by SIGUSR1 once a checkpoint after step `after` is committed, then started
+    again; it must end as run A."""
+    first = subprocess.Popen(launcher + ["-np", "2", cohort] + train_args(run_dir, slow=300),
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    deadline = time.time() + 120
+    while time.time() < deadline:
+        try:
+            if open(f"{run_dir}/checkpoints/latest").read().strip() > f"step-{after:08d}":
+                break
+        except OSError:
+            pass
+        time.sleep(0.05)
+    pids = subprocess.run(["pgrep", "-f", f"train.run_dir={run_dir}( |$)"], capture_output=True,
+                          text=True).stdout.split()
+    ranks = [p for p in pids if int(p) != first.pid]
+    if not ranks:
+        fail(f"{run_dir}: no rank to signal")
+    os.kill(int(ranks[-1]), signal.SIGUSR1)
+    log = first.communicate(timeout=300)[0]
+    if first.returncode != 75:
+        fail(f"{run_dir} exited {first.returncode} after SIGUSR1, not 75: {log[-2000:]}")
+    run(train_args(run_dir, slow=300), ranks=2)
+    same_as_a(run_dir, f"{run_dir} (stopped by SIGUSR1 after step {after}, resumed)")
+
+
+# Early: the next evaluations enter the best K. Late, after the last one that did: the resumed run
+# saves only checkpoints outside the best K, whose retention must still keep the best ones.
+last_entry = want_best[-1][0]
+for run_dir, after in (("b", 9), ("b-late", last_entry)):
+    stopped_and_resumed(run_dir, after)
+    print(f"run {run_dir}: stopped after its step-{after} checkpoint, resumed, ends as run A")
+
+# A metric the task does not report is refused before training.
+done = run(train_args("mae") + ["--set", "checkpoint.best_metric=mae"], check=False)
+if done.returncode != 2 or "checkpoint.best_metric = mae" not in done.stderr:
+    fail(f"best_metric = mae on classification: exit {done.returncode}: {done.stderr[-500:]}")
 
 # ---- C: from A's step-15 best checkpoint alone --------------------------------------------------
 if 15 not in kept and not os.path.isdir("a/checkpoints/step-00000015"):
