@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `cohort bench ckpt` plumbing (figures are never asserted; docs/performance.md has them): a
 # 2-rank run on a small MLP reports every field, its checkpoint size is the MLP's parameters and
-# momentum buffers plus the position, and it leaves nothing behind in --dir.
+# momentum buffers plus the position and the metric watch's state, and it leaves nothing behind in --dir.
 set -euo pipefail
 cohort=$1 work=$2
 rm -rf "$work" && mkdir -p "$work" && cd "$work"
@@ -12,7 +12,8 @@ import json
 r = json.load(open("out.json"))
 params = 1024 * 256 + 256 + 256 * 256 + 256 + 256 * 10 + 10
 assert r["ranks"] == 2, r
-assert r["checkpoint_bytes"] == params * 4 * 2 + 4 * 8, (r["checkpoint_bytes"], params)
+# parameters and momentum (float32), trainer.position (4 int64), trainer.watch (70 float64)
+assert r["checkpoint_bytes"] == params * 4 * 2 + 4 * 8 + 70 * 8, (r["checkpoint_bytes"], params)
 for key in ("raw_write_s", "sync_save_s", "load_s", "restart_load_s", "raw_read_s",
             "async_background_s", "step_ms"):
     assert r[key] > 0, (key, r)
