@@ -58,9 +58,9 @@ MonitorBenchResult bench_monitor(const comm::MpiSession& session, const MonitorB
              "model.hidden=" + join(o.hidden), "train.max_steps=" + std::to_string(o.steps),
              "train.epochs=2", "train.log_every=0", "train.threads=" + std::to_string(o.threads),
              "train.run_dir=" + dir + (on ? "/on" : "/off"), "checkpoint.resume=false",
-             "checkpoint.at_end=false",
-             "monitor.enabled=" + std::string(on ? "true" : "false"), "monitor.console=lines",
-             "monitor.summary_every=" + std::to_string(o.summary_every), "slurm.signals="});
+             "checkpoint.at_end=false", "monitor.enabled=" + std::string(on ? "true" : "false"),
+             "monitor.console=lines", "monitor.summary_every=" + std::to_string(o.summary_every),
+             "slurm.signals="});
     Trainer trainer(config, session, "bench");
     const auto summary = trainer.run(quiet.get());
     COHORT_CHECK(summary.steady_samples_per_s > 0, Error, "bench monitor: no steady steps");
