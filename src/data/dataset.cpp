@@ -187,19 +187,8 @@ DatasetInfo describe_shard(const std::string& path) {
     describe_samples(file.get(), path, info, shard);
   }
   const auto channels = info.sample_shape.empty() ? 1 : info.sample_shape.front();
-  for (const auto* stats : {&info.mean, &info.stddev}) {
-    COHORT_CHECK(
-        stats->empty() || stats->size() == 1 ||
-            static_cast<std::int64_t>(stats->size()) == channels,
-        IoError, path, ": attributes 'mean'/'std' need ",
-        channels == 1 ? std::string("1 value") : "1 or " + std::to_string(channels) + " values",
-        " (one per channel), found ", stats->size());
-  }
-  for (double s : info.stddev) {
-    COHORT_CHECK(std::isfinite(s) && s > 0, IoError, path, ": attribute 'std' has ", s);
-  }
+  check_statistics(info.mean, info.stddev, channels, path);
   for (double m : info.mean) {
-    COHORT_CHECK(std::isfinite(m), IoError, path, ": attribute 'mean' has ", m);
     // Bytes average to a value in [0, 255]: anything else was not computed from them (Cohort's
     // fashion-mnist importer before 2026-12 read pixels as signed and stored -7.61).
     COHORT_CHECK(info.input_dtype != DType::kUInt8 || (m >= 0 && m <= 255), IoError, path,

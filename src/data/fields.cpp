@@ -30,20 +30,7 @@ void read_field_attributes(hid_t object, const std::string& where, FieldInfo& fi
   const std::int64_t channels = field.shape.empty() ? 1 : field.shape.front();
   if (auto mean = h5::read_number_attribute(object, "mean", where)) field.mean = *mean;
   if (auto stddev = h5::read_number_attribute(object, "std", where)) field.stddev = *stddev;
-  for (const auto* stats : {&field.mean, &field.stddev}) {
-    COHORT_CHECK(
-        stats->empty() || stats->size() == 1 ||
-            static_cast<std::int64_t>(stats->size()) == channels,
-        IoError, where, ": attributes 'mean'/'std' need ",
-        channels == 1 ? std::string("1 value") : "1 or " + std::to_string(channels) + " values",
-        " (one per channel), found ", stats->size());
-  }
-  for (double s : field.stddev) {
-    COHORT_CHECK(std::isfinite(s) && s > 0, IoError, where, ": attribute 'std' has ", s);
-  }
-  for (double m : field.mean) {
-    COHORT_CHECK(std::isfinite(m), IoError, where, ": attribute 'mean' has ", m);
-  }
+  check_statistics(field.mean, field.stddev, channels, where);
   COHORT_CHECK(field.mean.empty() == field.stddev.empty(), IoError, where,
                ": attributes 'mean' and 'std' come together");
   if (auto vocab = h5::read_number_attribute(object, "vocab_size", where)) {
@@ -231,6 +218,24 @@ void check_same_fields(const DatasetInfo& first, const DatasetInfo& other,
                  path, ": field '", b.location,
                  "' has other attributes (vocab_size, mean, std) than in ", against,
                  " (inconsistent shards)");
+  }
+}
+
+void check_statistics(const std::vector<double>& mean, const std::vector<double>& stddev,
+                      std::int64_t channels, const std::string& where) {
+  for (const auto* stats : {&mean, &stddev}) {
+    COHORT_CHECK(
+        stats->empty() || stats->size() == 1 ||
+            static_cast<std::int64_t>(stats->size()) == channels,
+        IoError, where, ": attributes 'mean'/'std' need ",
+        channels == 1 ? std::string("1 value") : "1 or " + std::to_string(channels) + " values",
+        " (one per channel), found ", stats->size());
+  }
+  for (double s : stddev) {
+    COHORT_CHECK(std::isfinite(s) && s > 0, IoError, where, ": attribute 'std' has ", s);
+  }
+  for (double m : mean) {
+    COHORT_CHECK(std::isfinite(m), IoError, where, ": attribute 'mean' has ", m);
   }
 }
 

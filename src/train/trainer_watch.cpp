@@ -39,10 +39,8 @@ bool Trainer::Impl::watch_evaluation(std::int64_t step, const EvalResult& result
     watch->observe(step, NAN, NAN);  // the step evaluated, for a rerun of a finished run
     return false;
   }
-  const TargetMetric best_metric = config.checkpoint.best_metric;
-  const TargetMetric stop_metric = config.train.early_stop_metric != TargetMetric::kNone
-                                       ? config.train.early_stop_metric
-                                       : best_metric;
+  const TargetMetric best_metric = watch->options().best_metric;
+  const TargetMetric stop_metric = watch->options().stop_metric;
   const WatchVerdict verdict =
       watch->observe(step, metric_value(result, best_metric), metric_value(result, stop_metric));
   if (verdict.keep) {

@@ -50,6 +50,8 @@ class MetricWatch {
   explicit MetricWatch(WatchOptions options);
 
   bool active() const;
+  // As constructed (best_keep clamped): the metrics it watches.
+  const WatchOptions& options() const { return options_; }
   // Feeds the evaluation at `step`: `best_value` of options.best_metric, `stop_value` of
   // options.stop_metric (either NaN when that metric is off or missing).
   WatchVerdict observe(std::int64_t step, double best_value, double stop_value);
