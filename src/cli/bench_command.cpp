@@ -8,6 +8,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "bench_floor.hpp"
 #include "cohort/comm/allocator.hpp"
 #include "cohort/comm/bench.hpp"
 #include "cohort/comm/device.hpp"
@@ -122,24 +123,25 @@ int bench_ddp(const std::vector<std::string>& args, int* argc, char*** argv) {
   comm::MpiSession session(argc, argv);
   const auto r = train::bench_ddp(session, options);
   if (session.rank() != 0) return 0;
+  const std::vector<Floor> floors = {{"DDP / (compute + all-reduce)", r.floor_ratio, 1.05, true}};
   if (vm.count("json")) {
-    std::cout << json{{"ranks", r.ranks},
-                      {"parameters", r.parameters},
-                      {"gradient_bytes", r.gradient_bytes},
-                      {"buckets", r.buckets},
-                      {"compute_ms", r.compute_ms},
-                      {"ddp_ms", r.ddp_ms},
-                      {"overlap", options.overlap},
-                      {"ddp_other_overlap_ms", r.ddp_other_ms},
-                      {"other_overlap_floor_ratio", r.other_floor_ratio},
-                      {"raw_allreduce_ms", r.allreduce_ms},
-                      {"finish_wait_ms", r.finish_wait_ms},
-                      {"samples_per_s", r.samples_per_s},
-                      {"floor_ratio", r.floor_ratio},
-                      {"exposed_share", r.exposed_share},
-                      {"hidden_fraction", r.hidden_fraction}}
-                     .dump(2, ' ', false, kJsonReplace)
-              << "\n";
+    json out{{"ranks", r.ranks},
+             {"parameters", r.parameters},
+             {"gradient_bytes", r.gradient_bytes},
+             {"buckets", r.buckets},
+             {"compute_ms", r.compute_ms},
+             {"ddp_ms", r.ddp_ms},
+             {"overlap", options.overlap},
+             {"ddp_other_overlap_ms", r.ddp_other_ms},
+             {"other_overlap_floor_ratio", r.other_floor_ratio},
+             {"raw_allreduce_ms", r.allreduce_ms},
+             {"finish_wait_ms", r.finish_wait_ms},
+             {"samples_per_s", r.samples_per_s},
+             {"floor_ratio", r.floor_ratio},
+             {"exposed_share", r.exposed_share},
+             {"hidden_fraction", r.hidden_fraction}};
+    add_floors(out, floors);
+    std::cout << out.dump(2, ' ', false, kJsonReplace) << "\n";
     return 0;
   }
   std::printf(
@@ -161,6 +163,7 @@ int bench_ddp(const std::vector<std::string>& args, int* argc, char*** argv) {
       "  all-reduce cost not visible in the step: %.1f%% (overlap, or the gradient hand-over: "
       "docs/ddp.md)\n",
       100 * r.hidden_fraction);
+  print_floors(floors);
   return 0;
 }
 
@@ -286,39 +289,44 @@ int bench_ckpt(const std::vector<std::string>& args, int* argc, char*** argv) {
   comm::MpiSession session(argc, argv);
   const auto r = train::bench_ckpt(session, o);
   if (session.rank() != 0) return 0;
+  const std::vector<Floor> floors = {
+      {"sync save speed / raw write speed", r.write_ratio, 0.7, false},
+      {"async save stall / sync save time", r.stall_share, 0.10, true},
+      {"restart load time / raw read time", 1 / r.restart_load_ratio, 1.5, true}};
   if (!vm.count("json")) {
     print_ckpt(r, o);
+    print_floors(floors);
     return 0;
   }
-  std::cout << json{{"ranks", r.ranks},
-                    {"dir", o.dir},
-                    {"checkpoint_bytes", r.checkpoint_bytes},
-                    {"raw_write_s", r.raw_write_s},
-                    {"sync_save_s", r.sync_save_s},
-                    {"write_ratio", r.write_ratio},
-                    {"write_ratio_best", r.write_ratio_best},
-                    {"raw_write_gbs", r.raw_write_gbs},
-                    {"save_gbs", r.save_gbs},
-                    {"async_stall_s", r.async_stall_s},
-                    {"stall_share", r.stall_share},
-                    {"async_background_s", r.async_background_s},
-                    {"step_ms", r.step_ms},
-                    {"step_during_save_ms", r.step_during_save_ms},
-                    {"load_s", r.load_s},
-                    {"raw_read_s", r.raw_read_s},
-                    {"load_ratio", r.load_ratio},
-                    {"restart_load_s", r.restart_load_s},
-                    {"restart_load_ratio", r.restart_load_ratio},
-                    {"load_ratio_best", r.load_ratio_best},
-                    {"restart_load_ratio_best", r.restart_load_ratio_best},
-                    {"load_rounds_s", r.load_rounds},
-                    {"restart_load_rounds_s", r.restart_load_rounds},
-                    {"raw_read_rounds_s", r.raw_read_rounds},
-                    {"raw_write_rounds_s", r.raw_write_rounds},
-                    {"sync_save_rounds_s", r.sync_save_rounds},
-                    {"async_stall_rounds_s", r.async_stall_rounds}}
-                   .dump(2, ' ', false, kJsonReplace)
-            << "\n";
+  json out{{"ranks", r.ranks},
+           {"dir", o.dir},
+           {"checkpoint_bytes", r.checkpoint_bytes},
+           {"raw_write_s", r.raw_write_s},
+           {"sync_save_s", r.sync_save_s},
+           {"write_ratio", r.write_ratio},
+           {"write_ratio_best", r.write_ratio_best},
+           {"raw_write_gbs", r.raw_write_gbs},
+           {"save_gbs", r.save_gbs},
+           {"async_stall_s", r.async_stall_s},
+           {"stall_share", r.stall_share},
+           {"async_background_s", r.async_background_s},
+           {"step_ms", r.step_ms},
+           {"step_during_save_ms", r.step_during_save_ms},
+           {"load_s", r.load_s},
+           {"raw_read_s", r.raw_read_s},
+           {"load_ratio", r.load_ratio},
+           {"restart_load_s", r.restart_load_s},
+           {"restart_load_ratio", r.restart_load_ratio},
+           {"load_ratio_best", r.load_ratio_best},
+           {"restart_load_ratio_best", r.restart_load_ratio_best},
+           {"load_rounds_s", r.load_rounds},
+           {"restart_load_rounds_s", r.restart_load_rounds},
+           {"raw_read_rounds_s", r.raw_read_rounds},
+           {"raw_write_rounds_s", r.raw_write_rounds},
+           {"sync_save_rounds_s", r.sync_save_rounds},
+           {"async_stall_rounds_s", r.async_stall_rounds}};
+  add_floors(out, floors);
+  std::cout << out.dump(2, ' ', false, kJsonReplace) << "\n";
   return 0;
 }
 
@@ -347,19 +355,20 @@ int bench_monitor(const std::vector<std::string>& args, int* argc, char*** argv)
   comm::MpiSession session(argc, argv);
   const auto r = train::bench_monitor(session, o);
   if (session.rank() != 0) return 0;
+  const std::vector<Floor> floors = {{"metrics on / off - 1 (overhead)", r.overhead, 0.02, true}};
   if (vm.count("json")) {
-    std::cout << json{{"ranks", r.ranks},
-                      {"steps", o.steps},
-                      {"summary_every", o.summary_every},
-                      {"step_on_ms", r.step_on_ms},
-                      {"step_off_ms", r.step_off_ms},
-                      {"overhead", r.overhead},
-                      {"self_ms", r.self_ms},
-                      {"self_share", r.self_share},
-                      {"on_rounds_ms", r.on_rounds_ms},
-                      {"off_rounds_ms", r.off_rounds_ms}}
-                     .dump(2, ' ', false, kJsonReplace)
-              << "\n";
+    json out{{"ranks", r.ranks},
+             {"steps", o.steps},
+             {"summary_every", o.summary_every},
+             {"step_on_ms", r.step_on_ms},
+             {"step_off_ms", r.step_off_ms},
+             {"overhead", r.overhead},
+             {"self_ms", r.self_ms},
+             {"self_share", r.self_share},
+             {"on_rounds_ms", r.on_rounds_ms},
+             {"off_rounds_ms", r.off_rounds_ms}};
+    add_floors(out, floors);
+    std::cout << out.dump(2, ' ', false, kJsonReplace) << "\n";
     return 0;
   }
   std::printf(
@@ -377,6 +386,7 @@ int bench_monitor(const std::vector<std::string>& args, int* argc, char*** argv)
               100 * r.overhead);
   std::printf("  self-timed    %8.3f ms per step in the monitor = %.2f%% of a step (rank 0)\n",
               r.self_ms, 100 * r.self_share);
+  print_floors(floors);
   return 0;
 }
 
