@@ -57,9 +57,13 @@ double unix_now() {
 
 int run_report(const std::vector<std::string>& args, int*, char***) {
   std::string dir, output;
-  po::options_description desc("usage: cohort report RUN_DIR [-o FILE] [--json]");
+  std::vector<std::string> eval_files;
+  po::options_description desc(
+      "usage: cohort report RUN_DIR [-o FILE] [--eval E.json ...] [--json]");
   desc.add_options()("output,o", po::value(&output), "HTML file (default RUN_DIR/report.html)")(
-      "json", "print the findings and the file written as JSON");
+      "eval", po::value(&eval_files)->composing(),
+      "a `cohort eval --json` record to show: metrics, per-class accuracy, confusion matrix "
+      "(repeatable)")("json", "print the findings and the file written as JSON");
   const auto vm = parse(args, desc, dir);
   if (vm.count("help")) {
     std::cout << desc;
@@ -69,10 +73,12 @@ int run_report(const std::vector<std::string>& args, int*, char***) {
   if (output.empty()) output = dir + "/report.html";
   const auto history = monitor::load_run(dir);
   const auto thresholds = run_thresholds(dir);
+  std::vector<monitor::EvalRecord> evaluations;
+  for (const auto& file : eval_files) evaluations.push_back(monitor::read_eval_record(file));
   {
     // Rendered first, then written beside the target and renamed: a failure leaves the previous
     // report whole, never a truncated one.
-    io::write_file_atomically(output, monitor::render_report(history, thresholds));
+    io::write_file_atomically(output, monitor::render_report(history, thresholds, evaluations));
   }
   const auto findings = monitor::rediagnose(history, thresholds);
   if (vm.count("json")) {

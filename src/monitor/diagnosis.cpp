@@ -79,11 +79,35 @@ std::vector<Finding> Diagnoser::observe(const Summary& s) {
   // The first summary of a start holds its warm-up (the first batch read cold, first
   // collectives): no data- or comm-bound verdict on it.
   const bool warm = ++observed_ > 1;
-  data_rule(s, warm, out);
-  comm_rule(s, warm, out);
-  straggler_rule(s, out);
+  // A host whose CPUs other work holds makes every phase slow and any rank late: checked first,
+  // and while it holds, no verdict that would blame the input, the network or one rank.
+  if (cpu_rule(s, out)) {
+    for (const char* rule : {"data-bound", "comm-bound", "straggler"}) active_[rule] = false;
+    straggler_ = -1;
+    straggler_streak_ = 0;
+  } else {
+    data_rule(s, warm, out);
+    comm_rule(s, warm, out);
+    straggler_rule(s, out);
+  }
   divergence_rule(s, out);
   return out;
+}
+
+bool Diagnoser::cpu_rule(const Summary& s, std::vector<Finding>& out) {
+  const FieldStats& load = s[Field::kHostLoad];
+  const double cores = s[Field::kHostCores].min;  // 0: a log without the field
+  const bool contended = cores > 0 && load.max >= t_.cpu_contention * cores;
+  Finding f;
+  f.step = s.step;
+  f.rank = load.max_rank;
+  f.message = format("cpu-contention: %.1f runnable on %.0f cores", load.max, cores) + " (" +
+              rank_name(load.max_rank) + "'s host, load over the last minute) at " + steps(s) +
+              format("; the ranks ran on %.2f core(s) each", s[Field::kCpuUtil].mean) +
+              ": other work (or more threads than cores: train.threads) shares these CPUs, so "
+              "timings are the host's: no data-bound, comm-bound or straggler verdict meanwhile";
+  fire(out, "cpu-contention", contended, f);
+  return contended;
 }
 
 void Diagnoser::data_rule(const Summary& s, bool warm, std::vector<Finding>& out) {

@@ -115,7 +115,8 @@ Monitor::Monitor(MonitorOptions options, comm::Communicator& control,
                           {"monitor", options_.enabled},
                           {"summary_every", options_.summary_every},
                           {"job_id", options_.job_id},
-                          {"restart", options_.restart_count}};
+                          {"restart", options_.restart_count},
+                          {"first_step", options_.resume_step}};
     for (auto& [k, v] : options_.run_info.items()) run[k] = v;
     jsonl_->write(std::move(run));
     if (!options_.tensorboard_dir.empty()) {

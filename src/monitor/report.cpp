@@ -79,7 +79,7 @@ std::string curves(const RunHistory& h) {
     const bool lm = h.evals.back().perplexity > 0 && h.evals.back().accuracy == 0;
     svg::Series m{lm ? "perplexity" : "accuracy", "#2ca02c", {}, true};
     for (const auto& e : h.evals) m.points.emplace_back(e.step, lm ? e.perplexity : e.accuracy);
-    s += svg::line_chart("eval", "Evaluation", "step", m.name, {m});
+    s += svg::line_chart("eval", "Evaluation", "step", m.name, {m}, /*from_zero=*/false);
   }
   svg::Series thr{"samples/s", "#ff7f0e", {}};
   for (const auto& x : h.summaries) thr.points.emplace_back(x.step, x.samples_per_s);
@@ -109,13 +109,15 @@ std::string breakdown(const RunHistory& h) {
                            "ms per step", xs, layers);
 }
 
+// Bandwidth and latency on axes of their own: GB/s and ms share no scale.
 std::string communication(const RunHistory& h) {
-  svg::Series bw{"bus bandwidth GB/s", "#9467bd", {}}, lat{"all-reduce latency ms", "#8c564b", {}};
+  svg::Series bw{"bus bandwidth", "#9467bd", {}}, lat{"all-reduce latency", "#8c564b", {}};
   for (const auto& x : h.summaries) {
     bw.points.emplace_back(x.step, x[Field::kBusBandwidth].mean / 1e9);
     lat.points.emplace_back(x.step, 1e3 * x[Field::kAllreduceLatency].mean);
   }
-  return svg::line_chart("comm", "Gradient all-reduce", "step", "GB/s and ms", {bw, lat});
+  return svg::line_chart("comm", "Gradient all-reduce bus bandwidth", "step", "GB/s", {bw}) +
+         svg::line_chart("latency", "Gradient all-reduce latency", "step", "ms", {lat});
 }
 
 std::string per_rank(const RunHistory& h) {
@@ -139,8 +141,7 @@ std::string events_chart(const RunHistory& h) {
   std::vector<svg::Mark> marks;
   double x_max = static_cast<double>(h.total_steps());
   for (const auto& e : h.events) {
-    const double x = e.step >= 0 ? static_cast<double>(e.step)
-                                 : (h.steps.empty() ? 0 : static_cast<double>(h.steps.back().step));
+    const double x = static_cast<double>(e.at);
     x_max = std::max(x_max, x);
     marks.push_back({x, e.kind, e.text});
   }
@@ -169,7 +170,8 @@ std::vector<Finding> rediagnose(const RunHistory& h, const Thresholds& threshold
   return out;
 }
 
-std::string render_report(const RunHistory& h, const Thresholds& thresholds) {
+std::string render_report(const RunHistory& h, const Thresholds& thresholds,
+                          const std::vector<EvalRecord>& evaluations) {
   std::string s =
       "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>Cohort report: " +
       svg::escape(h.dir) +
@@ -178,14 +180,17 @@ std::string render_report(const RunHistory& h, const Thresholds& thresholds) {
       "padding-right:16px;font-weight:600}svg.chart{display:block;margin:12px 0;background:#fff;"
       "border:1px solid #ddd}.t{font-size:14px;font-weight:600}.xl,.yl,.lg,.xt,.yt{font-size:11px}"
       ".yl{text-anchor:end}.xl,.xt,.yt{text-anchor:middle}.g{stroke:#eee}.a{stroke:#555}"
-      "li{margin:4px 0}.none{color:#2ca02c}</style></head><body>\n<h1>Cohort training "
+      "li{margin:4px 0}.none{color:#2ca02c}table.confusion td,table.classes td{text-align:right;"
+      "padding:2px 6px}table.confusion{border-collapse:collapse;font-size:12px}h3{font-size:14px}"
+      "</style></head><body>\n<h1>Cohort training "
       "report</h1>\n" +
       overview(h) + "\n<h2>Diagnosis</h2>\n<ul id=\"diagnosis\">";
   const auto findings = rediagnose(h, thresholds);
   for (const auto& f : findings) s += "<li>" + svg::escape(f.message) + "</li>";
   if (findings.empty())
     s += "<li class=\"none\">no rule fired: nothing limits this run unduly</li>";
-  s += "</ul>\n<h2>Charts</h2>\n" + charts(h) + "\n<h2>Events</h2>\n<ul id=\"events\">";
+  s += "</ul>\n<h2>Charts</h2>\n" + charts(h) + render_evaluations(evaluations) +
+       "\n<h2>Events</h2>\n<ul id=\"events\">";
   for (const auto& e : h.events) {
     s += "<li>" + svg::escape(e.kind) + (e.step >= 0 ? " at step " + std::to_string(e.step) : "") +
          (e.text.empty() ? "" : ": " + svg::escape(e.text)) + "</li>";

@@ -91,6 +91,7 @@ void RunHistory::add(const nlohmann::json& r) {
       p.phase[static_cast<std::size_t>(i)] = r.value(std::string(phase_name(i)) + "_s", 0.0);
     }
     steps.push_back(p);
+    position = p.step;
   } else if (kind == "summary") {
     Summary s = summary_from_json(r);
     rewind(summaries, s.step);
@@ -102,17 +103,20 @@ void RunHistory::add(const nlohmann::json& r) {
     evals.push_back(e);
   } else if (kind == "run") {
     runs.push_back(r);
+    // A start resumes from its checkpoint's step (first_step; older logs: where the log was).
+    position = r.value("first_step", position);
     if (r.value("restart", 0) > 0 || runs.size() > 1) {
-      events.push_back({t, steps.empty() ? 0 : steps.back().step, "restart",
+      events.push_back({t, position, "restart",
                         "start " + std::to_string(runs.size()) + " (Slurm restart " +
-                            std::to_string(r.value("restart", 0)) + ")"});
+                            std::to_string(r.value("restart", 0)) + ")",
+                        position});
     }
   } else {
     if (kind == "end") end = r;
     const auto step = r.contains("step") && r["step"].is_number_integer()
                           ? r["step"].get<std::int64_t>()
                           : (r.contains("steps") ? r.value("steps", std::int64_t{-1}) : -1);
-    events.push_back({t, step, kind, describe(r)});
+    events.push_back({t, step, kind, describe(r), step >= 0 ? step : position});
   }
 }
 

@@ -41,6 +41,8 @@ std::array<double, kFields> MetricsAggregator::local_fields(const ProcessSample&
   f[static_cast<int>(Field::kBusy)] = (seconds_ - phase_[static_cast<int>(Phase::kComm)]) / n;
   f[static_cast<int>(Field::kCpuUtil)] = process.cpu_util;
   f[static_cast<int>(Field::kRssBytes)] = process.rss_bytes;
+  f[static_cast<int>(Field::kHostLoad)] = process.host_load;
+  f[static_cast<int>(Field::kHostCores)] = process.host_cores;
   f[static_cast<int>(Field::kGpuUtil)] = gpu.util_percent;
   f[static_cast<int>(Field::kGpuMemoryBytes)] = gpu.memory_used_bytes;
   f[static_cast<int>(Field::kGpuPowerWatts)] = gpu.power_watts;

@@ -26,7 +26,9 @@ const char* field_name(Field field) {
                                               "allreduce_count",
                                               "allreduce_bytes",
                                               "allreduce_latency_s",
-                                              "busbw_bytes_per_s"};
+                                              "busbw_bytes_per_s",
+                                              "host_load",
+                                              "host_cores"};
   return kNames[static_cast<int>(field)];
 }
 

@@ -134,7 +134,8 @@ std::string escape(const std::string& text) {
 }
 
 std::string line_chart(const std::string& id, const std::string& title, const std::string& x_label,
-                       const std::string& y_label, const std::vector<Series>& series) {
+                       const std::string& y_label, const std::vector<Series>& series,
+                       bool from_zero) {
   double x0 = INFINITY, x1 = -INFINITY, y0 = INFINITY, y1 = -INFINITY;
   for (const auto& s : series) {
     for (const auto& [x, y] : s.points) {
@@ -143,7 +144,13 @@ std::string line_chart(const std::string& id, const std::string& title, const st
     }
   }
   if (!std::isfinite(x0)) x0 = 0, x1 = 1, y0 = 0, y1 = 1;
-  const Frame f = frame_of(x0, x1, std::min(y0, 0.0) < 0 ? y0 : std::min(y0, 0.0), y1);
+  if (from_zero) {
+    y0 = std::min(y0, 0.0);
+  } else {
+    const double margin = std::max((y1 - y0) * 0.1, 1e-3 * std::max(1.0, std::fabs(y1)));
+    y0 -= margin, y1 += margin;
+  }
+  const Frame f = frame_of(x0, x1, y0, y1);
   std::string s = open(id, title) + axes(f, x_label, y_label);
   for (const auto& ser : series) {
     if (ser.dots) {

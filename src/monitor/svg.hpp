@@ -19,8 +19,11 @@ struct Series {
 std::string escape(const std::string& text);
 
 // Lines (or dots) over a shared x axis.
+// The y axis starts at 0 (from_zero) or fits the data with a margin (an accuracy between 0.95
+// and 0.97 is a flat line on an axis from 0).
 std::string line_chart(const std::string& id, const std::string& title, const std::string& x_label,
-                       const std::string& y_label, const std::vector<Series>& series);
+                       const std::string& y_label, const std::vector<Series>& series,
+                       bool from_zero = true);
 
 // Stacked bars: one bar per x, `layers[i]` gives each bar's layer i (same length as `xs`).
 std::string stacked_bars(const std::string& id, const std::string& title,

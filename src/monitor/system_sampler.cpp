@@ -59,6 +59,9 @@ ProcessSample ProcessSampler::sample() {
   ProcessSample s;
   s.cpu_util = wall > 0 ? (cpu - last_cpu_seconds_) / wall : 0;
   s.rss_bytes = rss_bytes();
+  std::ifstream loadavg("/proc/loadavg");
+  if (!(loadavg >> s.host_load)) s.host_load = 0;
+  s.host_cores = static_cast<double>(std::max(1L, sysconf(_SC_NPROCESSORS_ONLN)));
   last_cpu_seconds_ = cpu;
   last_ = now;
   return s;

@@ -31,6 +31,7 @@ monitor::Thresholds diagnosis_thresholds(const MonitorConfig& c) {
   t.straggler_windows = static_cast<int>(c.straggler_windows);
   t.divergence_windows = static_cast<int>(c.divergence_windows);
   t.divergence_rise = c.divergence_rise;
+  t.cpu_contention = c.cpu_contention;
   return t;
 }
 

@@ -12,6 +12,7 @@ Checks, and exits 1 naming the first that fails:
   - the run record lists one host per rank, and every step saw GLOBAL_BATCH samples.
 """
 import json
+import os
 import math
 import sys
 
@@ -66,6 +67,10 @@ def main():
               f"summary {w['step']}: all-reduce bytes per step vs 4 x parameters")
         if f["busbw_bytes_per_s"]["mean"] <= 0 or f["allreduce_latency_s"]["mean"] <= 0:
             fail(f"summary {w['step']}: no bus bandwidth or latency")
+        cores = os.cpu_count()
+        if f["host_cores"]["min"] != cores or f["host_load"]["max"] <= 0:
+            fail(f"summary {w['step']}: host_cores {f['host_cores']} (this host: {cores}), "
+                 f"host_load {f['host_load']}")
         if len(w["rank_busy_s"]) != run["ranks"]:
             fail(f"summary {w['step']}: {len(w['rank_busy_s'])} per-rank figures")
     if end["samples"] != end["steps"] * batch:

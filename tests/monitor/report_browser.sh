@@ -36,10 +36,10 @@ view() {
   "$browser" "${flags[@]}" --screenshot="$2.png" "file://$1" >/dev/null 2>>"$2.err"
 }
 view "$work/run/report.html" report
-for id in loss eval throughput breakdown comm ranks events; do
+for id in loss eval throughput breakdown comm latency ranks events; do
   grep -q "data-chart=\"$id\"" report.dom || fail "chart $id missing from the rendered page"
 done
-grep -q '<body data-charts="7">' report.dom || fail "the page's script did not count 7 charts"
+grep -q '<body data-charts="8">' report.dom || fail "the page's script did not count 8 charts"
 grep -q "checkpoint_saved" report.dom || fail "no checkpoint in the events"
 grep -q ">restart<\|restart at\|>restart" report.dom || fail "no restart in the events"
 if grep -q ":CONSOLE" report.err; then fail "console messages: $(grep :CONSOLE report.err)"; fi
@@ -50,4 +50,4 @@ size=$(stat -c %s report.png)
 echo '<!doctype html><html><body><script>console.error("probe"); undefined_fn();</script></body></html>' >bad.html
 view "$work/bad.html" bad
 grep -q ':CONSOLE.*probe' bad.err || fail "console messages are not seen: $(tail -3 bad.err)"
-echo "report: 7 charts rendered by $(basename "$browser"), no console message, screenshot $size bytes"
+echo "report: 8 charts rendered by $(basename "$browser"), no console message, screenshot $size bytes"

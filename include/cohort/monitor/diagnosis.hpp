@@ -34,10 +34,11 @@ struct Thresholds {
   int straggler_windows = 3;
   int divergence_windows = 3;
   double divergence_rise = 0.20;
+  double cpu_contention = 1.5;  // host load per core from which timings are the host's, not the run's
 };
 
 struct Finding {
-  std::string rule;  // "data-bound", "comm-bound", "straggler", "divergence"
+  std::string rule;  // "cpu-contention", "data-bound", "comm-bound", "straggler", "divergence"
   std::string message;
   std::int64_t step = 0;
   int rank = -1;  // the straggler
@@ -52,12 +53,14 @@ class Diagnoser {
   std::vector<std::string> active() const;
   std::uint32_t active_flags() const;
   static std::vector<std::string> rules_of(std::uint32_t flags);
-  static constexpr const char* kRules[] = {"data-bound", "comm-bound", "straggler", "divergence"};
+  static constexpr const char* kRules[] = {"data-bound", "comm-bound", "straggler", "divergence",
+                                           "cpu-contention"};
   // The finding for a loss that is not finite (NaN or Inf) at `step`.
   static Finding non_finite_loss(std::int64_t step, double loss);
 
  private:
   void fire(std::vector<Finding>& out, const std::string& rule, bool firing, Finding finding);
+  bool cpu_rule(const Summary& s, std::vector<Finding>& out);  // true: the host is contended
   void data_rule(const Summary& s, bool warm, std::vector<Finding>& out);
   void comm_rule(const Summary& s, bool warm, std::vector<Finding>& out);
   void straggler_rule(const Summary& s, std::vector<Finding>& out);

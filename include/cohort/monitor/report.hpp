@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "cohort/monitor/diagnosis.hpp"
+#include "cohort/monitor/eval_record.hpp"
 #include "cohort/monitor/run_history.hpp"
 
 namespace cohort::monitor {
@@ -17,7 +18,9 @@ namespace cohort::monitor {
 // The findings of the rules over the run's summaries, plus the divergence events it logged.
 std::vector<Finding> rediagnose(const RunHistory& history, const Thresholds& thresholds);
 
-std::string render_report(const RunHistory& history, const Thresholds& thresholds);
+// `evaluations`: `cohort eval --json` records to show (cohort report --eval FILE).
+std::string render_report(const RunHistory& history, const Thresholds& thresholds,
+                          const std::vector<EvalRecord>& evaluations = {});
 
 // `now`: Unix time, for "updated N s ago"; `width`: terminal columns.
 std::string render_top(const RunHistory& history, const Thresholds& thresholds, double now,

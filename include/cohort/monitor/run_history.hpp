@@ -37,6 +37,9 @@ struct EventPoint {
   std::int64_t step = -1;  // -1: not tied to a step
   std::string kind;        // the record's "event"
   std::string text;        // its message, or a short description
+  // Where the timeline places it: its step, else the step the log had reached (a start's own
+  // events, logged before its first step: the step it started from).
+  std::int64_t at = 0;
 };
 
 struct RunHistory {
@@ -48,6 +51,7 @@ struct RunHistory {
   std::vector<EventPoint> events;
   nlohmann::json end;  // the last "end" record (null while running)
   std::int64_t bad_lines = 0;
+  std::int64_t position = 0;  // the step the log has reached: the last step record's, or a start's
 
   std::int64_t total_steps() const;
   int ranks() const;

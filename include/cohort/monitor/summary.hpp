@@ -53,8 +53,10 @@ enum class Field : int {
   kAllreduceBytes,    // bytes all-reduced per step
   kAllreduceLatency,  // mean busy time of one all-reduce (s)
   kBusBandwidth,      // bytes/s, NCCL's bus bandwidth: algbw * 2 (n - 1) / n
+  kHostLoad,          // the rank's host: load average over the last minute
+  kHostCores,         // the rank's host: online CPUs
 };
-constexpr int kFields = 18;
+constexpr int kFields = 20;
 const char* field_name(Field field);  // "step_s", "data_s", ..., "busbw_bytes_per_s"
 
 struct FieldStats {

@@ -22,6 +22,8 @@ namespace cohort::monitor {
 struct ProcessSample {
   double cpu_util = 0;  // cores busy since the previous sample
   double rss_bytes = 0;
+  double host_load = 0;   // the host's load average over the last minute (/proc/loadavg)
+  double host_cores = 0;  // the host's online CPUs
 };
 
 class ProcessSampler {

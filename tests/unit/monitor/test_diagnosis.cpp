@@ -160,4 +160,49 @@ BOOST_AUTO_TEST_CASE(divergence_on_a_non_finite_loss) {
              std::string::npos);
 }
 
+// A host with 6.3 runnable on 2 cores: the run's timings are the host's. The rule fires once, says
+// the load, the cores and the ranks' own CPU, and withholds the verdicts that would blame the
+// input, the network or one rank (the same windows make a comm-bound run and a straggler on a
+// quiet host: a control); when the load falls, they come back.
+BOOST_AUTO_TEST_CASE(cpu_contention_is_checked_first) {
+  const auto contended = [](std::int64_t step, double load) {
+    Summary s = window(step, 0.1, {0.08, 0.03});  // comm 20% on rank 0, rank 0 2.7x busier
+    s.fields[static_cast<int>(Field::kComm)] = {0.045, 0.035, 0.07, 0, 1};  // 35% at least
+    s.fields[static_cast<int>(Field::kHostLoad)] = {load, load - 0.5, load, 0, 1};
+    s.fields[static_cast<int>(Field::kHostCores)] = {2, 2, 2, 0, 0};
+    s.fields[static_cast<int>(Field::kCpuUtil)] = {0.62, 0.5, 0.7, 0, 1};
+    return s;
+  };
+  Diagnoser quiet(Thresholds{}, {"n1", "n2"});
+  std::vector<std::string> fired;
+  for (std::int64_t step = 10; step <= 40; step += 10) {
+    for (const auto& f : quiet.observe(contended(step, 1.2))) fired.push_back(f.rule);
+  }
+  BOOST_TEST((fired == std::vector<std::string>{"comm-bound", "straggler"}));
+  Diagnoser busy(Thresholds{}, {"n1", "n2"});
+  fired.clear();
+  std::string said;
+  for (std::int64_t step = 10; step <= 40; step += 10) {
+    for (const auto& f : busy.observe(contended(step, 6.3))) {
+      fired.push_back(f.rule);
+      said = f.message;
+    }
+  }
+  BOOST_TEST((fired == std::vector<std::string>{"cpu-contention"}));
+  BOOST_TEST(said.find("cpu-contention: 6.3 runnable on 2 cores (rank 1 (n2)'s host") == 0u, said);
+  BOOST_TEST(said.find("0.62 core(s) each") != std::string::npos);
+  BOOST_TEST((busy.active() == std::vector<std::string>{"cpu-contention"}));
+  // The load falls: the other rules judge again (the straggler after its 3 windows).
+  fired.clear();
+  for (std::int64_t step = 50; step <= 80; step += 10) {
+    for (const auto& f : busy.observe(contended(step, 1.0))) fired.push_back(f.rule);
+  }
+  BOOST_TEST((fired == std::vector<std::string>{"comm-bound", "straggler"}));
+  // A log written before the fields existed (cores 0): never contended.
+  Diagnoser old(Thresholds{});
+  Summary s = window(10, 0.1, {0.1, 0.1});
+  s.fields[static_cast<int>(Field::kHostLoad)] = {9, 9, 9, 0, 0};
+  BOOST_TEST(old.observe(s).empty());
+}
+
 BOOST_AUTO_TEST_SUITE_END()
