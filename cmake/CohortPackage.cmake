@@ -59,9 +59,27 @@ install(CODE "
   set(CMAKE_INSTALL_LIBDIR ${CMAKE_INSTALL_LIBDIR})
   set(CMAKE_INSTALL_MANDIR ${CMAKE_INSTALL_MANDIR})
   set(CMAKE_INSTALL_DATADIR ${CMAKE_INSTALL_DATADIR})
+  set(COHORT_COMPLETER ${CMAKE_INSTALL_DATADIR}/cohort/cohort-complete)
   set(COHORT_DOC_DIR \${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_DOCDIR})
   set(_dir \$ENV{DESTDIR}\${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_DATADIR}/modulefiles/cohort)
   configure_file(${PROJECT_SOURCE_DIR}/modules/cohort.lua.in \${_dir}/${PROJECT_VERSION}.lua @ONLY)
   configure_file(${PROJECT_SOURCE_DIR}/modules/cohort.tcl.in \${_dir}/${PROJECT_VERSION} @ONLY)
   message(STATUS \"Installing: \${_dir}/${PROJECT_VERSION}{,.lua}\")
 ")
+
+# The same modulefiles for the build tree, written at configure time: `module use
+# BUILD/modulefiles && module load cohort` puts this build's cohort first on PATH, its man pages
+# (BUILD/cli-docs/man) on MANPATH and its completer in bash, without installing
+# (docs/building.md, "Using a build without installing").
+function(cohort_build_tree_modulefiles)
+  set(CMAKE_INSTALL_PREFIX ${PROJECT_BINARY_DIR})
+  set(CMAKE_INSTALL_BINDIR .)
+  set(CMAKE_INSTALL_LIBDIR src)
+  set(CMAKE_INSTALL_MANDIR cli-docs/man)
+  set(COHORT_COMPLETER cli-docs/cohort-complete)
+  set(COHORT_DOC_DIR ${PROJECT_SOURCE_DIR}/docs)
+  set(_dir ${PROJECT_BINARY_DIR}/modulefiles/cohort)
+  configure_file(${PROJECT_SOURCE_DIR}/modules/cohort.lua.in ${_dir}/${PROJECT_VERSION}.lua @ONLY)
+  configure_file(${PROJECT_SOURCE_DIR}/modules/cohort.tcl.in ${_dir}/${PROJECT_VERSION} @ONLY)
+endfunction()
+cohort_build_tree_modulefiles()

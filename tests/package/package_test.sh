@@ -58,3 +58,22 @@ for tree in "$modules" "$work/tcl"; do
     { cat "$work/completion.log" >&2; exit 1; }
   echo "bash completion (module load, $tree): $(grep -c '^ok' "$work/completion.log") lines completed"
 done
+
+# The build tree's own modulefile (no install): this build's cohort, its man pages, its completer.
+(
+  set +u
+  # shellcheck disable=SC1090
+  source "$lmod_init"
+  module use "$build/modulefiles"
+  module load cohort
+  [ "$(command -v cohort)" = "$build/cohort" ] ||
+    { echo "module load (build tree) put $(command -v cohort) on PATH, not $build/cohort" >&2; exit 1; }
+  case ":$MANPATH:" in *":$build/cli-docs/man:"*) ;; *) echo "build tree: no MANPATH" >&2; exit 1 ;; esac
+  [ -f "$build/cli-docs/man/man1/cohort-train.1" ] || { echo "no cohort-train(1) in the build tree" >&2; exit 1; }
+  [ -f "$build/cli-docs/man/man1/cohort.1" ] || { echo "no cohort(1) in the build tree" >&2; exit 1; }
+  echo "module load cohort (build tree): $(command -v cohort), man pages in $build/cli-docs/man"
+) || exit 1
+printf 'set +u; source %q; module use %q; module load cohort\n' "$lmod_init" "$build/modulefiles" >"$work/load.sh"
+/usr/bin/python3 "$source/tests/cli/completion.py" "$work/load.sh" >"$work/completion.log" ||
+  { cat "$work/completion.log" >&2; exit 1; }
+echo "bash completion (module load, build tree): $(grep -c '^ok' "$work/completion.log") lines completed"
