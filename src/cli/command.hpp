@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "cohort/train/config.hpp"
+
 namespace cohort::cli {
 
 // For every dump() of --json output: text that is not UTF-8 (a path, an HDF5 attribute, a host
@@ -33,7 +35,7 @@ struct TorchCommand {
   const char* subcommand;
 };
 inline constexpr TorchCommand kTorchCommands[] = {
-    {"env", ""},    {"train", ""},      {"predict", ""},   {"bench", ""},
+    {"env", ""},    {"train", ""},      {"predict", ""},   {"eval", ""},       {"bench", ""},
     {"doctor", ""}, {"ckpt", "export"}, {"data", "split"}, {"data", "select"},
 };
 
@@ -57,6 +59,9 @@ std::string self_executable();
 // (docs/exit-codes.md): the one place where errors become exit statuses, for both executables.
 int exit_status_of(int (*body)(int, char**), int argc, char** argv);
 
+// --task of predict and eval (a TorchScript model): UsageError naming the choices.
+train::TaskKind parse_task(const std::string& text);
+
 // cohort-torch's commands.
 int run_env(const std::vector<std::string>& args, int* argc, char*** argv);
 int run_bench(const std::vector<std::string>& args, int* argc, char*** argv);
@@ -67,6 +72,7 @@ int bench_control(const std::vector<std::string>& args, int* argc, char*** argv)
 int run_train(const std::vector<std::string>& args, int* argc, char*** argv);
 int run_doctor(const std::vector<std::string>& args, int* argc, char*** argv);
 int run_predict(const std::vector<std::string>& args, int* argc, char*** argv);
+int run_eval(const std::vector<std::string>& args, int* argc, char*** argv);
 int run_ckpt_export(const std::vector<std::string>& args, int* argc, char*** argv);
 int run_data_split(const std::vector<std::string>& args, int* argc, char*** argv);
 

@@ -11,6 +11,7 @@
 
 #include "cohort/error.hpp"
 #include "command.hpp"
+#include "launch_record.hpp"
 
 namespace cohort::cli {
 
@@ -49,19 +50,40 @@ void exec_torch(char** argv) {
                std::strerror(errno), "); the installation is incomplete");
 }
 
-int exit_status_of(int (*body)(int, char**), int argc, char** argv) {
+namespace {
+
+// One line on stderr, once per launch (launch_record.hpp): every rank of a launch that fails
+// alike says the same line, and the user reads it once.
+void print_error_line(const std::string& line) {
+  if (claim_error_line(line)) std::fprintf(stderr, "%s\n", line.c_str());
+}
+
+int report(int code, const std::string& line) {
+  print_error_line(line);
+  return code;
+}
+
+int exit_status_of_body(int (*body)(int, char**), int argc, char** argv) {
   try {
     return body(argc, argv);
   } catch (const Error& error) {
-    std::fprintf(stderr, "cohort: error: %s\n", error.what());
-    return static_cast<int>(error.exit_code());
+    return report(static_cast<int>(error.exit_code()),
+                  std::string("cohort: error: ") + error.what());
   } catch (const boost::program_options::error& error) {
-    std::fprintf(stderr, "cohort: usage error: %s\n", error.what());
-    return static_cast<int>(ExitCode::kUsage);
+    return report(static_cast<int>(ExitCode::kUsage),
+                  std::string("cohort: usage error: ") + error.what());
   } catch (const std::exception& error) {
-    std::fprintf(stderr, "cohort: internal error (please report): %s\n", error.what());
-    return static_cast<int>(ExitCode::kInternal);
+    return report(static_cast<int>(ExitCode::kInternal),
+                  std::string("cohort: internal error (please report): ") + error.what());
   }
+}
+
+}  // namespace
+
+int exit_status_of(int (*body)(int, char**), int argc, char** argv) {
+  const int code = exit_status_of_body(body, argc, argv);
+  record_exit_code(code);
+  return code;
 }
 
 }  // namespace cohort::cli

@@ -1,4 +1,12 @@
-// `cohort launch -n N -- COMMAND...`: replaces this process with srun or mpirun.
+// `cohort launch -n N -- COMMAND...`: starts N ranks of COMMAND with srun or mpirun and waits for
+// them. What it adds to running the launcher directly:
+// - `cohort train`'s configuration is checked once here, before any rank starts: its error is one
+//   line, not one per rank;
+// - an error line every rank says alike is printed once, and the exit status is the first failing
+//   rank's own (launch_record.hpp): a run stopped to be resumed ends 75 here too;
+// - mpirun's paragraph repeating a rank's non-zero exit is left out (launch_output.hpp);
+// - a signal sent to the launcher (kill, a batch system) is passed on to mpirun or srun.
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <boost/program_options.hpp>
@@ -10,11 +18,49 @@
 #include "cohort/env/launch.hpp"
 #include "cohort/env/system_info.hpp"
 #include "cohort/error.hpp"
+#include "cohort/train/config.hpp"
+#include "cohort/train/config_paths.hpp"
 #include "command.hpp"
+#include "launch_output.hpp"
+#include "launch_record.hpp"
+#include "step_runner.hpp"
+#include "train_arguments.hpp"
 
 namespace po = boost::program_options;
 
 namespace cohort::cli {
+namespace {
+
+// `cohort train ...` (the cohort or cohort-torch executable, any path): its config, loaded as
+// each rank would load it. Model libraries (model.library) are left to the ranks: only
+// cohort-torch can load them.
+void check_train_config(const std::vector<std::string>& command) {
+  if (command.size() < 2 || command[1] != "train") return;
+  const std::string program = command[0].substr(command[0].rfind('/') + 1);
+  if (program != "cohort" && program != "cohort-torch") return;
+  const auto arguments = parse_train_arguments({command.begin() + 2, command.end()});
+  if (arguments.help) return;
+  train::check_input_paths(train::Config::load(arguments.file, arguments.overrides));
+}
+
+int run_and_wait(const std::vector<std::string>& argv) {
+  LaunchRecord record;
+  if (argv.front() != "mpirun") {  // srun's own messages name the task and node: kept
+    const StepEnd end = run_forwarding(argv);
+    return record.first_exit().value_or(end.code);
+  }
+  int fds[2];
+  COHORT_CHECK(pipe2(fds, O_CLOEXEC) == 0, EnvironmentError,
+               "cohort launch: pipe: ", std::strerror(errno));
+  UniqueFd read_end(fds[0]);
+  UniqueFd write_end(fds[1]);
+  MpirunStderr output(std::move(read_end), record);
+  const StepEnd end = run_forwarding(argv, std::chrono::seconds(0), std::move(write_end));
+  output.mpirun_ended();
+  return record.first_exit().value_or(end.code);
+}
+
+}  // namespace
 
 int run_launch(const std::vector<std::string>& args, int* /*argc*/, char*** /*argv*/) {
   po::options_description options("cohort launch options");
@@ -32,7 +78,8 @@ int run_launch(const std::vector<std::string>& args, int* /*argc*/, char*** /*ar
   po::store(po::command_line_parser(args).options(all).positional(positional).run(), vm);
   if (vm.count("help")) {
     std::cout << "usage: cohort launch -n N [--dry-run] -- COMMAND [ARGS...]\n"
-              << "  srun inside a Slurm allocation, mpirun elsewhere\n"
+              << "  srun inside a Slurm allocation, mpirun elsewhere; exits with the first\n"
+              << "  failing rank's code (docs/launcher.md)\n"
               << options;
     return 0;
   }
@@ -44,14 +91,8 @@ int run_launch(const std::vector<std::string>& args, int* /*argc*/, char*** /*ar
     for (const auto& word : argv) std::cout << word << (&word == &argv.back() ? "\n" : " ");
     return 0;
   }
-  std::vector<char*> c_argv;
-  for (const auto& word : argv) c_argv.push_back(const_cast<char*>(word.c_str()));
-  c_argv.push_back(nullptr);
-  // Ranks under mpirun write to a pseudo-terminal whatever mpirun's own output is: tell the
-  // monitor's console (docs/monitoring.md) what the user's is.
-  setenv("COHORT_STDOUT_TTY", isatty(STDOUT_FILENO) ? "1" : "0", 0);
-  execvp(c_argv[0], c_argv.data());
-  COHORT_THROW(UsageError, "cohort launch: cannot run ", argv[0], ": ", std::strerror(errno));
+  check_train_config(launch.command);
+  return run_and_wait(argv);
 }
 
 }  // namespace cohort::cli

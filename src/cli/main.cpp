@@ -18,6 +18,8 @@ const std::vector<Command>& commands() {
        nullptr},
       {"doctor", "pre-flight checks of every node before training (one task per node)", nullptr},
       {"predict", "a trained model's outputs for a dataset, on N ranks, in one HDF5 file", nullptr},
+      {"eval", "a trained model's metrics on a dataset: per-class accuracy, confusion matrix",
+       nullptr},
       {"config", "trainer configuration: check a file, print the key reference", run_config},
       {"data", "datasets: make-synthetic, import, inspect, split, stage", run_data},
       {"ckpt", "checkpoints: list, inspect, verify, export", run_ckpt},

@@ -14,7 +14,6 @@
 namespace po = boost::program_options;
 
 namespace cohort::cli {
-namespace {
 
 train::TaskKind parse_task(const std::string& text) {
   for (const auto kind :
@@ -22,22 +21,20 @@ train::TaskKind parse_task(const std::string& text) {
         train::TaskKind::kMultilabel, train::TaskKind::kLanguageModel}) {
     if (train::to_string(kind) == text) return kind;
   }
-  COHORT_THROW(UsageError, "predict --task: '", text,
+  COHORT_THROW(UsageError, "--task: '", text,
                "' is not one of auto, classification, regression, multilabel, language_model");
 }
-
-}  // namespace
 
 int run_predict(const std::vector<std::string>& args, int* argc, char*** argv) {
   train::PredictOptions o;
   std::string task = "auto";
   po::options_description desc("cohort predict options");
   desc.add_options()("help,h", "show this help")(
-      "checkpoint", po::value(&o.checkpoint),
+      "checkpoint", po::value(&o.model.checkpoint),
       "a checkpoint directory (its latest) or a step directory of a run")(
-      "config", po::value(&o.config),
+      "config", po::value(&o.model.config),
       "the run's resolved config (default: config.resolved.ini beside the checkpoint directory)")(
-      "model", po::value(&o.model_file), "or a TorchScript module (weights included)")(
+      "model", po::value(&o.model.model_file), "or a TorchScript module (weights included)")(
       "task", po::value(&task)->default_value(task),
       "--model: auto | classification | regression | multilabel | language_model")(
       "data", po::value(&o.data)->required(), "the dataset to predict (its samples, in order)")(
@@ -54,7 +51,7 @@ int run_predict(const std::vector<std::string>& args, int* argc, char*** argv) {
     return 0;
   }
   po::notify(vm);
-  o.task = parse_task(task);
+  o.model.task = parse_task(task);
   comm::MpiSession session(argc, argv);
   const auto s = train::predict(o, session);
   if (session.rank() != 0) return 0;

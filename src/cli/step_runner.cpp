@@ -17,8 +17,10 @@ namespace {
 constexpr int kForwarded[] = {SIGUSR1, SIGUSR2, SIGTERM, SIGINT, SIGHUP, SIGXCPU};
 constexpr std::chrono::seconds kKillAfter{10};
 
-[[noreturn]] void exec_child(const std::vector<std::string>& argv, const sigset_t& previous) {
+[[noreturn]] void exec_child(const std::vector<std::string>& argv, const sigset_t& previous,
+                             int child_stderr) {
   sigprocmask(SIG_SETMASK, &previous, nullptr);
+  if (child_stderr >= 0) dup2(child_stderr, STDERR_FILENO);
   std::vector<char*> c_argv;
   for (const auto& word : argv) c_argv.push_back(const_cast<char*>(word.c_str()));
   c_argv.push_back(nullptr);
@@ -35,7 +37,8 @@ timespec to_timespec(std::chrono::steady_clock::duration left) {
 
 }  // namespace
 
-StepEnd run_forwarding(const std::vector<std::string>& argv, std::chrono::seconds timeout) {
+StepEnd run_forwarding(const std::vector<std::string>& argv, std::chrono::seconds timeout,
+                       UniqueFd child_stderr) {
   sigset_t set, previous;
   sigemptyset(&set);
   for (const int signal : kForwarded) sigaddset(&set, signal);
@@ -43,10 +46,13 @@ StepEnd run_forwarding(const std::vector<std::string>& argv, std::chrono::second
   COHORT_CHECK(sigprocmask(SIG_BLOCK, &set, &previous) == 0, EnvironmentError,
                "sigprocmask failed: ", std::strerror(errno));
   std::fflush(nullptr);
-  setenv("COHORT_STDOUT_TTY", isatty(STDOUT_FILENO) ? "1" : "0", 0);  // see cohort launch
+  // Ranks under mpirun write to a pseudo-terminal whatever mpirun's own output is: tell the
+  // monitor's console (docs/monitoring.md) what the user's is.
+  setenv("COHORT_STDOUT_TTY", isatty(STDOUT_FILENO) ? "1" : "0", 0);
   const pid_t child = fork();
   COHORT_CHECK(child >= 0, EnvironmentError, "fork failed: ", std::strerror(errno));
-  if (child == 0) exec_child(argv, previous);
+  if (child == 0) exec_child(argv, previous, child_stderr.get());
+  child_stderr.reset();  // the child's alone: its reader sees the end when the child's is closed
   using Clock = std::chrono::steady_clock;
   auto deadline = timeout.count() > 0 ? Clock::now() + timeout : Clock::time_point::max();
   StepEnd end;
@@ -64,7 +70,10 @@ StepEnd run_forwarding(const std::vector<std::string>& argv, std::chrono::second
     }
     if (signal < 0) continue;  // EINTR
     if (signal != SIGCHLD) {
-      kill(child, signal);  // the step may have ended just now: nothing to forward to
+      // Sent to this process (kill, scancel, Slurm's --signal): passed on. One the terminal sent
+      // (Ctrl-C: si_code SI_KERNEL) reached the step's own process group already; passing it
+      // again would be a second Ctrl-C, which mpirun takes as "abort now".
+      if (info.si_code <= 0) kill(child, signal);  // the step may have ended: none to pass to
       continue;
     }
     if (waitpid(child, &status, WNOHANG) == child) break;

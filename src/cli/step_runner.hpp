@@ -3,12 +3,15 @@
 //
 // Signals are blocked before the fork and taken with sigtimedwait(), SIGCHLD included, so that
 // none is lost between "the step still runs" and "forward this one"; the child unblocks them
-// before exec.
+// before exec. Only signals sent to this process are passed on: the terminal's (Ctrl-C) reach
+// the step's process group by themselves.
 #pragma once
 
 #include <chrono>
 #include <string>
 #include <vector>
+
+#include "cohort/io/unique_fd.hpp"
 
 namespace cohort::cli {
 
@@ -19,8 +22,10 @@ struct StepEnd {
 };
 
 // Runs argv with the forwarded signals passed on. With a positive `timeout`, a step still running
-// after it gets SIGTERM, and SIGKILL 10 s later.
+// after it gets SIGTERM, and SIGKILL 10 s later. A valid `child_stderr` becomes the step's stderr
+// (and is closed here once the step has it).
 StepEnd run_forwarding(const std::vector<std::string>& argv,
-                       std::chrono::seconds timeout = std::chrono::seconds(0));
+                       std::chrono::seconds timeout = std::chrono::seconds(0),
+                       UniqueFd child_stderr = UniqueFd());
 
 }  // namespace cohort::cli

@@ -20,10 +20,12 @@ struct TorchEntry {
 
 // Each kTorchCommands entry's function: the subcommand, if any, stays in args.
 constexpr TorchEntry kEntries[] = {
-    {"env", run_env},         {"train", run_train},   {"doctor", run_doctor},
-    {"predict", run_predict}, {"bench", run_bench},   {"ckpt", run_ckpt_export},
-    {"data", run_data_split}, {"config", run_config},  // `config check` of a config that loads
-                                                       // model libraries
+    {"env", run_env},          {"train", run_train},
+    {"doctor", run_doctor},    {"predict", run_predict},
+    {"eval", run_eval},        {"bench", run_bench},
+    {"ckpt", run_ckpt_export}, {"data", run_data_split},
+    {"config", run_config},  // `config check` of a config that loads
+                             // model libraries
 };
 
 int dispatch(int argc, char** argv) {

@@ -1,6 +1,5 @@
 // `cohort train --config FILE [--set section.key=value ...] [--json]`: trains on every rank of the
 // launch (`cohort launch -n N -- cohort train ...` picks srun or mpirun) and prints a summary.
-#include <boost/program_options.hpp>
 #include <chrono>
 #include <cstdio>
 #include <iostream>
@@ -15,11 +14,12 @@
 #include "cohort/env/topology.hpp"
 #include "cohort/error.hpp"
 #include "cohort/train/config.hpp"
+#include "cohort/train/config_paths.hpp"
 #include "cohort/train/supervision.hpp"
 #include "cohort/train/trainer.hpp"
 #include "command.hpp"
-
-namespace po = boost::program_options;
+#include "launch_record.hpp"
+#include "train_arguments.hpp"
 
 namespace cohort::cli {
 
@@ -54,38 +54,27 @@ train::TrainSummary run_reporting_node_faults(const train::Config& config,
 }  // namespace
 
 int run_train(const std::vector<std::string>& args, int* argc, char*** argv) {
-  std::string file;
-  std::vector<std::string> overrides;
-  std::vector<std::string> plugins;
-  po::options_description desc("cohort train options");
-  desc.add_options()("help,h", "show this help")("config,c", po::value(&file),
-                                                 "INI file (docs/config.md)")(
-      "set", po::value(&overrides)->composing(), "override: section.key=value (repeatable)")(
-      "plugin", po::value(&plugins)->composing(),
-      "a shared library of models: --set model.library=LIB (repeatable: a list)")(
-      "json", "print the summary as JSON");
-  po::variables_map vm;
-  po::positional_options_description positional;  // `cohort train job.ini` as --config
-  positional.add("config", 1);
-  po::store(po::command_line_parser(args).options(desc).positional(positional).run(), vm);
-  if (vm.count("help")) {
-    std::cout << "usage: cohort launch -n N -- cohort train --config FILE [--set k=v ...]\n"
-              << desc;
+  const TrainArguments arguments = parse_train_arguments(args);
+  if (arguments.help) {
+    std::cout << arguments.help_text;
     return 0;
   }
-  po::notify(vm);
-  for (auto& item : plugin_overrides(plugins)) overrides.push_back(std::move(item));
-  const auto config = train::Config::load(file, overrides);  // before MPI: errors come fast
-  comm::tune_allocator(config.train.malloc_tuning);          // before anything allocates much
+  const auto config =
+      train::Config::load(arguments.file, arguments.overrides);  // before MPI: errors come fast
+  train::check_input_paths(config);
+  comm::tune_allocator(config.train.malloc_tuning);  // before anything allocates much
   const auto topology = env::detect(env::Environment::from_process());  // before MPI_Init
   if (config.debug.start_delay_rank == topology.rank) {
     std::this_thread::sleep_for(std::chrono::seconds(config.debug.start_delay_s));
   }
   comm::MpiSession session(argc, argv, std::chrono::seconds(config.parallel.timeout_s));
-  const auto s = run_reporting_node_faults(config, topology, session, vm.count("json") != 0);
+  const auto s = run_reporting_node_faults(config, topology, session, arguments.json);
   // Stopped by a signal after its checkpoint: every rank says "resume me" (75), so that srun's
   // and mpirun's exit status say it too.
   const int code = s.resumable ? static_cast<int>(ExitCode::kResumable) : 0;
+  // Said to `cohort launch` now, before MPI_Finalize: mpirun, signalled itself, may end the ranks
+  // in their finalize, after which nothing would say it.
+  record_exit_code(code);
   if (session.rank() != 0) return code;
   nlohmann::json out = {{"steps", s.steps},
                         {"epochs", s.epochs},
@@ -109,7 +98,7 @@ int run_train(const std::vector<std::string>& args, int* argc, char*** argv) {
                    {"task", s.eval.task}};
     for (const auto& [name, value] : s.eval.metrics) out["eval"][name] = value;
   }
-  if (vm.count("json")) {
+  if (arguments.json) {
     std::cout << out.dump(2, ' ', false, kJsonReplace) << "\n";
     return code;
   }

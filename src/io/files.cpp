@@ -71,6 +71,28 @@ void rename_path(const std::string& from, const std::string& to) {
                to, ": ", std::strerror(errno));
 }
 
+std::string describe_path(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0) {
+    if (S_ISREG(st.st_mode)) return "a regular file";
+    if (S_ISDIR(st.st_mode)) return "a directory";
+    if (S_ISFIFO(st.st_mode)) return "a FIFO";
+    if (S_ISSOCK(st.st_mode)) return "a socket";
+    return "a device";
+  }
+  const int error = errno;
+  if (error == ELOOP) return "a loop of symbolic links";
+  struct stat link {};
+  if (error == ENOENT && ::lstat(path.c_str(), &link) == 0 && S_ISLNK(link.st_mode)) {
+    std::string target(4096, '\0');
+    const ssize_t n = ::readlink(path.c_str(), target.data(), target.size() - 1);
+    target.resize(n > 0 ? static_cast<std::size_t>(n) : 0);
+    return "a link to " + target + ", which does not exist";
+  }
+  if (error == ENOENT) return "no such file or directory";
+  return std::strerror(error);
+}
+
 std::string read_small_file(const std::string& path, std::size_t limit) {
   // O_NONBLOCK: opening a FIFO must not wait for a writer; it is refused just below.
   UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));

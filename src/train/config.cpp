@@ -349,7 +349,16 @@ std::string reference_markdown() {
          "reference`; the test\n`cli.config_reference` keeps this page equal to it. Files are "
          "INI (`[section]`, `key = value`, `#`\ncomments); `--set section.key=value` overrides "
          "a file; `cohort config check FILE` validates one\nand prints it resolved, every key "
-         "with its value, and the hash that identifies it.\n";
+         "with its value, and the hash that identifies it.\n"
+      << "\n**Paths.** A relative path in a file or a `--set` is taken from the working "
+         "directory of the\ncommand (where `cohort train` or `cohort launch` runs; in a batch "
+         "job, the directory `sbatch` was\ncalled from), not from the config file's directory; "
+         "`monitor.prom_file` and\n`monitor.tensorboard_dir` are relative to `train.run_dir`. "
+         "The inputs (`data.path`, `data.val_path`,\n`model.file`, `data.transform`) are "
+         "checked before any rank starts: an error names the key, the\npath as written, the "
+         "absolute path tried and what is there; a raw source where a dataset is\nexpected "
+         "(IDX/.gz, an image, `.npy`, CSV, text) names the `cohort data import` that makes "
+         "one.\n";
   for (const auto& section : config_sections()) {
     out << "\n## [" << section << "]\n\n";
     bool any = false;

@@ -65,6 +65,9 @@ const std::vector<KeySpec>& config_table() {
       {COHORT_KEY(model, freeze), K::kString, "",
        "a regex: parameters whose names it matches are not trained (not in DDP, not in the "
        "optimizer)"},
+      {COHORT_KEY(model, freeze_statistics), K::kBool, "true",
+       "model.freeze: a module left without a trainable parameter keeps its running statistics "
+       "(BatchNorm's running_mean/var: in eval mode while training); false lets them move"},
       // [data]
       {COHORT_KEY(data, path), K::kString, "",
        "training dataset: file or shard directory (required)"},
@@ -142,8 +145,8 @@ const std::vector<KeySpec>& config_table() {
        "cross_entropy: one weight per class (empty: equal)", "", 0, kNoLimit},
       {COHORT_KEY(train, huber_delta), K::kFloat, "1.0",
        "huber: where the loss turns from squared to linear", "", 1e-12, kNoLimit},
-      {COHORT_KEY(train, top_k), K::kInt, "5", "classification: also report top-k accuracy", "", 1,
-       1048576},
+      {COHORT_KEY(train, top_k), K::kInt, "5",
+       "classification: also report top-k accuracy (with more than k classes)", "", 1, 1048576},
       {COHORT_KEY(train, target_value), K::kFloat, "0.0", "early-stop threshold for target_metric"},
       {COHORT_KEY(train, early_stop_patience), K::kInt, "0",
        "stop after N evaluations in a row without improvement of early_stop_metric (0: never)", "",
@@ -249,6 +252,10 @@ const std::vector<KeySpec>& config_table() {
        "diagnosis: GPU utilisation (percent) below which the run is data-bound", "", 0, 100},
       {COHORT_KEY(monitor, comm_bound_fraction), K::kFloat, "0.3",
        "diagnosis: exposed communication share (on every rank) that means comm-bound", "", 0, 1},
+      {COHORT_KEY(monitor, cpu_contention), K::kFloat, "1.5",
+       "diagnosis: host load per core from which the run's timings are the host's "
+       "(cpu-contention, checked first)",
+       "", 0, kNoLimit},
       {COHORT_KEY(monitor, straggler_margin), K::kFloat, "0.2",
        "diagnosis: a rank this much busier than the median is a straggler...", "", 0, kNoLimit},
       {COHORT_KEY(monitor, straggler_windows), K::kInt, "3", "...in this many summaries in a row",

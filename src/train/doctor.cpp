@@ -18,6 +18,7 @@
 #include "cohort/io/files.hpp"
 #include "cohort/io/unique_fd.hpp"
 #include "cohort/slurm/version.hpp"
+#include "cohort/train/config_paths.hpp"
 #include "cohort/train/model.hpp"
 #include "train/materialize.hpp"
 #include "train/task.hpp"
@@ -88,6 +89,7 @@ void read_ends(const std::string& path) {
 
 CheckResult check_dataset(const TrainConfig& config, std::int64_t& parameters) {
   try {
+    check_input_paths(config);
     auto info = data::describe(config.data.path);
     if (!config.data.target.empty()) data::select_target(info, config.data.target);
     read_ends(config.data.path);

@@ -27,7 +27,7 @@ std::optional<EvalResult> evaluate(Parallelism& parallel, const std::string& pat
   torch::nn::Module& model = parallel.trained();
   comm::Communicator& comm = parallel.data_group();
   broadcast_buffers(model, comm);
-  model.eval();
+  parallel.set_training(false);
   torch::NoGradGuard no_grad;
   data::ReaderOptions options;
   options.pin_memory = false;
@@ -46,7 +46,7 @@ std::optional<EvalResult> evaluate(Parallelism& parallel, const std::string& pat
   for (std::int64_t b = 0; b < batches; ++b) {
     if (eval.poll && b > 0) {
       if (const int signal = eval.poll(); signal != 0) {
-        model.train();
+        parallel.set_training(true);
         if (eval.stopped_by != nullptr) *eval.stopped_by = signal;
         return std::nullopt;
       }
@@ -69,7 +69,7 @@ std::optional<EvalResult> evaluate(Parallelism& parallel, const std::string& pat
   }
   at::Tensor reduced = at::tensor(sums, at::kDouble);
   control.all_reduce(reduced);  // host scalars: the CPU communicator, whatever the model's device
-  model.train();
+  parallel.set_training(true);
   const double* s = reduced.data_ptr<double>();
   return task.finish({s, s + reduced.numel()});
 }

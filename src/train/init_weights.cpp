@@ -2,6 +2,7 @@
 
 #include <c10/core/GradMode.h>
 
+#include <algorithm>
 #include <map>
 #include <regex>
 #include <sstream>
@@ -97,6 +98,24 @@ int freeze_parameters(torch::nn::Module& model, const std::string& regex) {
   COHORT_CHECK(frozen > 0, ConfigError, "model.freeze = '", regex,
                "' matches no parameter (the model's: ", first_few(names), ")");
   return frozen;
+}
+
+std::vector<std::shared_ptr<torch::nn::Module>> frozen_statistics_modules(
+    const torch::nn::Module& model) {
+  std::vector<std::shared_ptr<torch::nn::Module>> held;
+  for (const auto& item : model.named_modules()) {
+    const auto& module = *item.value();
+    bool statistics = false;
+    for (const auto& b : module.named_buffers(/*recurse=*/false)) {
+      statistics = statistics || b.key().rfind("running_", 0) == 0;
+    }
+    const auto params = module.parameters(/*recurse=*/false);
+    const bool frozen =
+        !params.empty() &&
+        std::none_of(params.begin(), params.end(), [](const auto& p) { return p.requires_grad(); });
+    if (statistics && frozen) held.push_back(item.value());
+  }
+  return held;
 }
 
 }  // namespace cohort::train

@@ -37,4 +37,12 @@ InitReport init_weights(torch::nn::Module& model, const ModelConfig& config);
 // the name; ^ anchors); returns how many. ConfigError when it matches none.
 int freeze_parameters(torch::nn::Module& model, const std::string& regex);
 
+// The modules that hold running statistics (a buffer named running_*, as BatchNorm's
+// running_mean and running_var) and whose own parameters are all frozen: model.freeze_statistics
+// keeps them in eval mode while the model trains (Parallelism::hold_in_eval), so that frozen
+// means their statistics too. A module without parameters of its own (BatchNorm with affine =
+// false) is not frozen by a name.
+std::vector<std::shared_ptr<torch::nn::Module>> frozen_statistics_modules(
+    const torch::nn::Module& model);
+
 }  // namespace cohort::train

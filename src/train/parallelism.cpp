@@ -267,6 +267,23 @@ torch::nn::Module& Parallelism::trained() {
   return stage_ ? static_cast<torch::nn::Module&>(*stage_) : *model_;
 }
 
+void Parallelism::set_training(bool on) {
+  trained().train(on);
+  if (on) {
+    for (const auto& module : held_) module->eval();
+  }
+}
+
+void Parallelism::hold_in_eval(const std::vector<std::shared_ptr<torch::nn::Module>>& modules) {
+  std::set<const torch::nn::Module*> kept;  // not another stage's: those are gone from this rank
+  for (const auto& module : trained().modules(/*include_self=*/false)) kept.insert(module.get());
+  held_.clear();
+  for (const auto& module : modules) {
+    if (kept.count(module.get()) != 0) held_.push_back(module);
+  }
+  set_training(trained().is_training());
+}
+
 // A stage moves each block's input to the block's device itself; the whole model takes its
 // input where it lives (batches stay on the host, page-locked where CUDA is present).
 at::Tensor Parallelism::on_model_device(const at::Tensor& t) const {

@@ -84,6 +84,11 @@ class Parallelism {
   void attach(std::shared_ptr<Model> model, const at::Tensor& sample, ddp::DdpOptions ddp,
               int recompute = 0, Materializer* materializer = nullptr);
   torch::nn::Module& trained();  // what the optimizer and checkpoints see
+  // Train or eval mode of the trained module, with the modules of hold_in_eval() kept in eval
+  // mode when it trains: every switch of a run goes through here (model.freeze_statistics).
+  void set_training(bool on);
+  // Of `modules`, those this rank trains (its stage's) stay in eval mode from now on.
+  void hold_in_eval(const std::vector<std::shared_ptr<torch::nn::Module>>& modules);
   // The model as attach() took it, when this rank trains it so (no stage kept: not pipelined,
   // placed on devices, recomputed or under ZeRO 3); nullptr otherwise.
   Model* whole_model() { return stage_ ? nullptr : model_.get(); }
@@ -135,6 +140,7 @@ class Parallelism {
   env::ParallelCoords coords_;
   std::unique_ptr<comm::Communicator> data_, pipe_, tensor_, shared_;
   std::shared_ptr<Model> model_;
+  std::vector<std::shared_ptr<torch::nn::Module>> held_;  // hold_in_eval's, this rank's only
   std::shared_ptr<pipeline::Stage> stage_;
   std::unique_ptr<ddp::DistributedDataParallel> ddp_;
   std::unique_ptr<pipeline::Executor> executor_;

@@ -111,10 +111,12 @@ EvalResult Task::finish(const std::vector<double>& s) const {
     if (r.per_token) {
       r.metrics = {{"perplexity", r.perplexity}, {"accuracy", r.accuracy}};
     } else {
-      r.metrics = {
-          {"accuracy", r.accuracy},
-          {"perplexity", r.perplexity},
-          {"top" + std::to_string(options_.top_k) + "_accuracy", ratio(s[kCeTopK], s[kCeCount])}};
+      r.metrics = {{"accuracy", r.accuracy}, {"perplexity", r.perplexity}};
+      // Top-k of k or fewer classes is 1 whatever the model does: not reported.
+      if (outputs_ > options_.top_k) {
+        r.metrics.emplace_back("top" + std::to_string(options_.top_k) + "_accuracy",
+                               ratio(s[kCeTopK], s[kCeCount]));
+      }
     }
     return r;
   }

@@ -205,7 +205,12 @@ void Trainer::Impl::build_model(const data::DatasetInfo& info) {
   auto model = train::build_model(config.model, input);
   skeleton.reset();
   if (!config.model.init_from.empty() && init_from(*model)) initial.generator = at::Tensor();
-  if (!config.model.freeze.empty()) freeze_parameters(*model, config.model.freeze);
+  std::vector<std::shared_ptr<torch::nn::Module>> held;
+  if (!config.model.freeze.empty()) {
+    freeze_parameters(*model, config.model.freeze);
+    if (config.model.freeze_statistics) held = frozen_statistics_modules(*model);
+    facts.held_statistics = static_cast<std::int64_t>(held.size());
+  }
   group_parameters(named_parameters(*model), config.optim.lr_scale, true);  // each regex matches
   // Field models take named fields, not one sample tensor: their first loss() checks instead.
   if (info.kind != data::DatasetKind::kFields) {
@@ -213,6 +218,7 @@ void Trainer::Impl::build_model(const data::DatasetInfo& info) {
   }
   facts.flops_per_sample = model->train_flops_per_sample();
   facts.parameters = parameter_count(*model);
+  for (const auto& p : model->parameters()) facts.frozen += p.requires_grad() ? 0 : p.numel();
   ddp::DdpOptions d;
   d.bucket_bytes = static_cast<std::size_t>(config.parallel.bucket_mb * 1048576);
   d.overlap = config.parallel.overlap;
@@ -227,6 +233,7 @@ void Trainer::Impl::build_model(const data::DatasetInfo& info) {
   parallel->attach(std::move(model), sample_input(input), d,
                    recompute_segment(config.model.recompute),
                    materializer ? &*materializer : nullptr);
+  parallel->hold_in_eval(held);              // of those, this rank's; the rest go with the model
   startup_peak_rss = env::peak_rss_bytes();  // the model built and this rank's part kept
   const auto params = parallel->trained().parameters();
   settings.cuda = !params.empty() && params.front().is_cuda();

@@ -62,6 +62,8 @@ struct StepSettings {
 struct ModelFacts {
   double flops_per_sample = 0;         // the whole model's
   std::int64_t parameters = 0;         // the whole model's
+  std::int64_t frozen = 0;             // of them, those model.freeze keeps as they are
+  std::int64_t held_statistics = 0;    // modules whose running statistics model.freeze keeps
   std::int64_t tokens_per_sample = 0;  // token models: seq_len
   std::int64_t trained_here = 0;       // parameters this rank's optimizer steps (ZeRO: its shard)
   std::int64_t trained_stage = 0;      // of the trainable parameters of this rank's stage/part

@@ -27,9 +27,15 @@ void Trainer::Impl::print_banner() const {
                s.ranks, s.launcher.c_str(), s.threads, s.blas_threads, s.malloc_tuning.c_str(),
                static_cast<long long>(plan.total_steps));
   const std::string library = catalog::library_of(config.model.name);
-  std::fprintf(progress, "model %s%s: %lld parameters\n", config.model.name.c_str(),
+  std::string trainable = ", all trainable";
+  if (facts.frozen > 0) {
+    trainable = ": " + std::to_string(facts.parameters - facts.frozen) + " trainable, " +
+                std::to_string(facts.frozen) + " frozen (model.freeze; running statistics of " +
+                std::to_string(facts.held_statistics) + " frozen module(s) kept)";
+  }
+  std::fprintf(progress, "model %s%s: %lld parameters%s\n", config.model.name.c_str(),
                library.empty() ? "" : (" (" + library + ")").c_str(),
-               static_cast<long long>(facts.parameters));
+               static_cast<long long>(facts.parameters), trainable.c_str());
   const auto& layout = parallel->layout();
   if (layout.stages() > 1 || layout.tensor() > 1) {
     std::fprintf(progress,

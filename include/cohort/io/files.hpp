@@ -39,6 +39,12 @@ void rename_path(const std::string& from, const std::string& to);
 // A regular file of at most `limit` bytes, read whole (never blocks on a FIFO).
 std::string read_small_file(const std::string& path, std::size_t limit);
 
+// What `path` is, in words, for an error that must not say "no such file" of a directory or a
+// FIFO: "a regular file", "a directory", "a FIFO", "a socket", "a device", "a link to T, which
+// does not exist", "a loop of symbolic links", "no such file or directory", or the system's
+// reason it cannot be looked at ("permission denied").
+std::string describe_path(const std::string& path);
+
 // Size in bytes.
 std::int64_t file_bytes(const std::string& path);
 // pread(2) of exactly `bytes` at `offset` (a short read continues; the end of the file or an

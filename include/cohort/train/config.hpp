@@ -62,10 +62,11 @@ struct ModelConfig {
   bool jit_optimize = false;  // torchscript: the graph executor's optimizing passes
   std::string init_from;      // weights to start from (docs/models.md, "Pretrained weights")
   bool init_strict = true;
-  std::string init_prefix_map;  // "from.:to.,..."
-  std::string init_skip;        // a regex: model tensors init_from leaves as initialised
-  std::string freeze;           // a regex over parameter names
-  std::string recompute;        // none | blocks | every:K (recompute_segment())
+  std::string init_prefix_map;    // "from.:to.,..."
+  std::string init_skip;          // a regex: model tensors init_from leaves as initialised
+  std::string freeze;             // a regex over parameter names
+  bool freeze_statistics = true;  // frozen modules' running statistics stay as they are
+  std::string recompute;          // none | blocks | every:K (recompute_segment())
   Materialize materialize = Materialize::kWhole;
   // The selected model's own section, typed (its ModelOptions struct), when it declared one.
   std::shared_ptr<const void> options;
@@ -175,6 +176,7 @@ struct MonitorConfig {
   double gpu_util_low = 0;
   double comm_bound_fraction = 0;
   double straggler_margin = 0;
+  double cpu_contention = 0;
   std::int64_t straggler_windows = 0;
   std::int64_t divergence_windows = 0;
   double divergence_rise = 0;

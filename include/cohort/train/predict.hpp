@@ -24,7 +24,8 @@ class MpiSession;
 
 namespace cohort::train {
 
-struct PredictOptions {
+// The trained model of `cohort predict` and `cohort eval`.
+struct ModelSource {
   // One of the two: a checkpoint directory (its latest) or a step directory...
   std::string checkpoint;
   // ...with the run's resolved config (empty: config.resolved.ini in the checkpoint directory's
@@ -33,6 +34,10 @@ struct PredictOptions {
   // ...or a TorchScript module (e.g. `cohort ckpt export --torchscript`), with `task`.
   std::string model_file;
   TaskKind task = TaskKind::kAuto;  // --model only; a checkpoint's run says its own
+};
+
+struct PredictOptions {
+  ModelSource model;
   std::string data;
   std::string out;
   std::int64_t batch_size = 256;

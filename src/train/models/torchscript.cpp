@@ -31,13 +31,30 @@ constexpr const char* kKey = "model.file";
 
 // Registers `from`'s own parameters and buffers with `to` (the same tensors), then a mirror of
 // each child under the child's name.
+// A scripted submodule's stand-in in the LibTorch module tree: its tensors, and its mode. A stage
+// of a pipeline (or a run placed on devices) switches train and eval mode through these, not
+// through the model, so each one switches the scripted module it stands for (BatchNorm,
+// dropout); model.freeze's held modules too.
+class ScriptedPart : public torch::nn::Module {
+ public:
+  ScriptedPart(const std::string& name, torch::jit::Module scripted)
+      : torch::nn::Module(name), scripted_(std::move(scripted)) {}
+  void train(bool on) override {
+    torch::nn::Module::train(on);  // the parts below first; then this one's scripted subtree
+    scripted_.train(on);
+  }
+
+ private:
+  torch::jit::Module scripted_;
+};
+
 void mirror(const torch::jit::Module& from, torch::nn::Module& to) {
   for (const auto& p : from.named_parameters(/*recurse=*/false)) {
     to.register_parameter(p.name, p.value, p.value.requires_grad());
   }
   for (const auto& b : from.named_buffers(/*recurse=*/false)) to.register_buffer(b.name, b.value);
   for (const auto& child : from.named_children()) {
-    auto sub = std::make_shared<torch::nn::Module>(child.name);
+    auto sub = std::make_shared<ScriptedPart>(child.name, child.value);
     mirror(child.value, *sub);
     to.register_module(child.name, sub);
   }

@@ -1,0 +1,28 @@
+// The files a training configuration reads, checked before any rank starts (`cohort train`,
+// `cohort launch` ahead of its ranks, `cohort doctor`).
+//
+// The rule (docs/config.md, "Paths"): a relative path in a config file or a --set is relative to
+// the working directory of the command, not to the file; the paths under train.run_dir
+// (monitor.prom_file, monitor.tensorboard_dir) are relative to the run directory. Each error
+// names the key, the path as written, the absolute path it tried and what is there ("a
+// directory", "a link to ..., which does not exist"); a raw source where a dataset is expected
+// (Fashion-MNIST's .gz/IDX files, an image, a .npy, a CSV or text file) names the `cohort data
+// import` that makes a dataset of it.
+#pragma once
+
+#include <string>
+
+#include "cohort/train/config.hpp"
+
+namespace cohort::train {
+
+// Throws IoError (exit 3) naming the first input of `config` that cannot be what its key needs:
+// data.path and data.val_path a dataset file or a directory of shards; model.file (for the
+// torchscript model) and data.transform regular files.
+void check_input_paths(const TrainConfig& config);
+
+// Which `cohort data import` makes an HDF5 dataset of the file at `path`, from its first bytes
+// or its name ("" when it looks like none of their sources: perhaps a dataset).
+std::string import_hint(const std::string& path);
+
+}  // namespace cohort::train
