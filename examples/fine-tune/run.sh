@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Fine-tuning end to end on real data: the small ResNet pretrained on five Fashion-MNIST classes,
-# then fine-tuned on the other five from 30 images each (a new head, the early backbone frozen),
+# then fine-tuned on the other five from 30 images each (a new head, the whole backbone trained),
 # against the same training from scratch for the same steps. Prints both accuracies on
 # the 5000 test images of those five classes, and with --json their summaries as one object.
 #   examples/fine-tune/run.sh [RANKS] [--json] [--set section.key=value ...]  (--set: all three)

@@ -5,7 +5,8 @@
 // - an error line every rank says alike is printed once, and the exit status is the first failing
 //   rank's own (launch_record.hpp): a run stopped to be resumed ends 75 here too;
 // - mpirun's paragraph repeating a rank's non-zero exit is left out (launch_output.hpp);
-// - a signal sent to the launcher (kill, a batch system) is passed on to mpirun or srun.
+// - a signal sent to the launcher (kill, a batch system) is passed on to mpirun or srun; to
+//   mpirun, the first stop signal as SIGUSR1 (step_runner.hpp says why).
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -55,7 +56,8 @@ int run_and_wait(const std::vector<std::string>& argv) {
   UniqueFd read_end(fds[0]);
   UniqueFd write_end(fds[1]);
   MpirunStderr output(std::move(read_end), record);
-  const StepEnd end = run_forwarding(argv, std::chrono::seconds(0), std::move(write_end));
+  const StepEnd end =
+      run_forwarding(argv, std::chrono::seconds(0), std::move(write_end), /*stop_as_usr1=*/true);
   output.mpirun_ended();
   return record.first_exit().value_or(end.code);
 }

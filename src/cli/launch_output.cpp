@@ -44,6 +44,9 @@ void write_lines(const std::vector<std::string>& lines) {
 std::vector<std::string> ParagraphFilter::line(const std::string& text,
                                                const std::function<bool()>& drop) {
   if (!in_block_) {
+    // The launcher passed a stop signal on as SIGUSR1 (step_runner.hpp): mpirun's note of it
+    // would name a signal the user never sent.
+    if (text.rfind("mpirun: Forwarding signal ", 0) == 0) return {};
     if (!is_frame(text)) return {text};
     in_block_ = true;
     block_ = {text};

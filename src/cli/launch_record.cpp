@@ -21,6 +21,7 @@ namespace {
 constexpr char kPrefix[] = "cohort-launch-";
 constexpr char kExitFile[] = "exit";
 constexpr char kSaidPrefix[] = "said-";
+constexpr char kTemporaryPrefix[] = "tmp-";
 
 // The launch directory this rank may write to: the variable's, when it names a directory of
 // this user, private, made by a launcher (its name); empty otherwise.
@@ -39,16 +40,23 @@ std::string launch_dir() {
 }
 
 // Creates dir/name exclusively: true if this call made it (or cannot tell: print anyway).
+// Creates dir/name holding `text`, atomically: written to a file of this process first, then
+// linked to the name (link(2) fails if the name exists), so that no reader sees it empty.
 bool create_exclusive(const std::string& dir, const std::string& name, const std::string& text) {
-  const UniqueFd fd(::open((dir + "/" + name).c_str(),
-                           O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
-  if (fd.get() < 0) return errno != EEXIST;
-  // A short write leaves a code the launcher cannot read: it then reports mpirun's own.
-  if (!text.empty()) {
+  const std::string temporary =
+      dir + "/" + kTemporaryPrefix + std::to_string(getpid()) + "-" + name;
+  {
+    const UniqueFd fd(
+        ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
+    if (fd.get() < 0) return true;  // cannot tell: say it (the protocol only removes duplicates)
+    // A short write leaves a record the launcher cannot read: it then reports mpirun's own code.
     const ssize_t written = ::write(fd.get(), text.data(), text.size());
     static_cast<void>(written);
   }
-  return true;
+  const int linked = ::link(temporary.c_str(), (dir + "/" + name).c_str());
+  const int error = errno;
+  ::unlink(temporary.c_str());
+  return linked == 0 || error != EEXIST;
 }
 
 std::string fnv1a_hex(const std::string& text) {
@@ -79,8 +87,10 @@ LaunchRecord::~LaunchRecord() {
   if (dir != nullptr) {
     while (const dirent* entry = readdir(dir)) {
       const std::string name = entry->d_name;
-      if (name == kExitFile || name.rfind(kSaidPrefix, 0) == 0)
+      if (name == kExitFile || name.rfind(kSaidPrefix, 0) == 0 ||
+          name.rfind(kTemporaryPrefix, 0) == 0) {
         unlink((path_ + "/" + name).c_str());
+      }
     }
     closedir(dir);
   }
@@ -99,9 +109,27 @@ std::optional<int> LaunchRecord::first_exit() const {
   return static_cast<int>(code);
 }
 
+// This process's rank in its launch (the launchers' variables), or its pid: a claim holds it, so
+// that the same rank saying a line again (a script running two commands) prints it again.
+std::string rank_id() {
+  for (const char* name : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "SLURM_PROCID"}) {
+    if (const char* value = std::getenv(name)) return std::string("rank ") + value;
+  }
+  return "pid " + std::to_string(getpid());
+}
+
 bool claim_error_line(const std::string& line) {
   const std::string dir = launch_dir();
-  return dir.empty() || create_exclusive(dir, kSaidPrefix + fnv1a_hex(line), "");
+  if (dir.empty()) return true;
+  const std::string name = kSaidPrefix + fnv1a_hex(line);
+  const std::string me = rank_id();
+  if (create_exclusive(dir, name, me)) return true;
+  // Claimed already: by another rank (printed there), or by this one before (print again).
+  const UniqueFd fd(::open((dir + "/" + name).c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+  if (fd.get() < 0) return true;
+  char text[64] = {};
+  const ssize_t n = ::read(fd.get(), text, sizeof text - 1);
+  return n > 0 && std::string(text, static_cast<std::size_t>(n)) == me;
 }
 
 void record_exit_code(int code) {

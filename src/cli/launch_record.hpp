@@ -3,13 +3,14 @@
 //
 // Protocol. The launcher makes a private directory (mkdtemp, 0700, `cohort-launch-XXXXXX` under
 // $TMPDIR) and names it in COHORT_LAUNCH_DIR for the ranks it starts. A rank about to print an
-// error line claims it first: it creates `said-<hash of the line>` with O_EXCL, and prints only
-// if it made the file, so a line that every rank has (a config error, "stopped to resume") is
-// printed once. A rank that ends non-zero creates `exit` with O_EXCL holding its code: the first
-// rank to end badly is the cause, whatever code mpirun or srun report (mpirun answers 1 when it
-// was signalled itself, though every rank said 75). Without the variable, with a directory that
-// is not one a launcher of this user made, or on another node (the directory is node-local), a
-// rank prints and records as if alone: the protocol only ever removes duplicates.
+// error line claims it first: it creates `said-<hash of the line>` with O_EXCL holding its rank,
+// and prints only if it made the file (or made it before: the same rank saying it again), so a
+// line that every rank has (a config error, "stopped to resume") is printed once. A rank that ends
+// non-zero creates `exit` with O_EXCL holding its code: the first rank to end badly is the cause,
+// whatever code mpirun or srun report (mpirun answers 1 when it was signalled itself, though every
+// rank said 75). Without the variable, with a directory that is not one a launcher of this user
+// made, or on another node (the directory is node-local), a rank prints and records as if alone:
+// the protocol only ever removes duplicates.
 #pragma once
 
 #include <optional>

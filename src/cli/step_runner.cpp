@@ -38,7 +38,7 @@ timespec to_timespec(std::chrono::steady_clock::duration left) {
 }  // namespace
 
 StepEnd run_forwarding(const std::vector<std::string>& argv, std::chrono::seconds timeout,
-                       UniqueFd child_stderr) {
+                       UniqueFd child_stderr, bool stop_as_usr1) {
   sigset_t set, previous;
   sigemptyset(&set);
   for (const int signal : kForwarded) sigaddset(&set, signal);
@@ -57,6 +57,7 @@ StepEnd run_forwarding(const std::vector<std::string>& argv, std::chrono::second
   auto deadline = timeout.count() > 0 ? Clock::now() + timeout : Clock::time_point::max();
   StepEnd end;
   int status = 0;
+  bool stopping = false;  // a stop signal was passed on already
   while (true) {
     siginfo_t info{};
     const timespec left = to_timespec(std::max(deadline - Clock::now(), Clock::duration(0)));
@@ -73,7 +74,10 @@ StepEnd run_forwarding(const std::vector<std::string>& argv, std::chrono::second
       // Sent to this process (kill, scancel, Slurm's --signal): passed on. One the terminal sent
       // (Ctrl-C: si_code SI_KERNEL) reached the step's own process group already; passing it
       // again would be a second Ctrl-C, which mpirun takes as "abort now".
-      if (info.si_code <= 0) kill(child, signal);  // the step may have ended: none to pass to
+      const bool stop = signal != SIGUSR1 && signal != SIGUSR2;
+      const int passed = stop && stop_as_usr1 && !stopping ? SIGUSR1 : signal;
+      stopping = stopping || stop;
+      if (info.si_code <= 0) kill(child, passed);  // the step may have ended: none to pass to
       continue;
     }
     if (waitpid(child, &status, WNOHANG) == child) break;

@@ -24,8 +24,12 @@ struct StepEnd {
 // Runs argv with the forwarded signals passed on. With a positive `timeout`, a step still running
 // after it gets SIGTERM, and SIGKILL 10 s later. A valid `child_stderr` becomes the step's stderr
 // (and is closed here once the step has it).
+// `stop_as_usr1`: the first TERM, INT, HUP or XCPU is passed on as SIGUSR1, later ones as they
+// are. mpirun ends its job at once on SIGTERM (its ranks get SIGKILL before a checkpoint is
+// written, and it exits 1), but passes SIGUSR1 on to them, which Cohort's trainer takes as "stop
+// with a checkpoint" and any other program, by default, as the end.
 StepEnd run_forwarding(const std::vector<std::string>& argv,
                        std::chrono::seconds timeout = std::chrono::seconds(0),
-                       UniqueFd child_stderr = UniqueFd());
+                       UniqueFd child_stderr = UniqueFd(), bool stop_as_usr1 = false);
 
 }  // namespace cohort::cli

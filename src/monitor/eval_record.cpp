@@ -29,6 +29,9 @@ std::string text(const Json& j, const char* key, const std::string& path) {
 }
 
 std::int64_t integer(const Json& j, const char* key, const std::string& path, std::int64_t low) {
+  COHORT_CHECK(!j.contains(key) || !j[key].is_number_unsigned() ||
+                   j[key].get<std::uint64_t>() <= (std::uint64_t{1} << 62),
+               IoError, path, ": field '", key, "' is out of range");
   const auto value =
       field(j, key, &Json::is_number_integer, "an integer", path).get<std::int64_t>();
   COHORT_CHECK(value >= low, IoError, path, ": field '", key, "' is below ", low);
@@ -50,6 +53,8 @@ void read_classes(const Json& j, const std::string& path, EvalRecord& r) {
   for (std::size_t c = 0; c < n; ++c) {
     COHORT_CHECK(classes[c].is_object(), IoError, path, ": classes[", c, "] is not an object");
     r.class_names.push_back(text(classes[c], "name", path));
+    COHORT_CHECK(integer(classes[c], "class", path, 0) == static_cast<std::int64_t>(c), IoError,
+                 path, ": classes[", c, "] says it is class ", classes[c]["class"].dump());
     const Json& row = matrix[c];
     COHORT_CHECK(row.is_array() && row.size() == n, IoError, path, ": confusion[", c,
                  "] is not a row of ", n, " counts");
@@ -61,8 +66,19 @@ void read_classes(const Json& j, const std::string& path, EvalRecord& r) {
       sum += count.get<std::int64_t>();
       r.confusion.push_back(count.get<std::int64_t>());
     }
-    COHORT_CHECK(sum == integer(classes[c], "samples", path, 0), IoError, path, ": confusion[", c,
-                 "] sums to ", sum, ", not the class's samples");
+    const std::int64_t samples = integer(classes[c], "samples", path, 0);
+    COHORT_CHECK(sum == samples, IoError, path, ": confusion[", c, "] sums to ", sum,
+                 ", not the class's samples");
+    const std::int64_t correct = row[c].get<std::int64_t>();
+    COHORT_CHECK(integer(classes[c], "correct", path, 0) == correct, IoError, path, ": classes[", c,
+                 "].correct is not confusion[", c, "][", c, "]");
+    COHORT_CHECK(classes[c].contains("accuracy"), IoError, path, ": classes[", c,
+                 "] has no accuracy");
+    const double accuracy = number(classes[c]["accuracy"], "classes[].accuracy", path);
+    const double want =
+        samples > 0 ? static_cast<double>(correct) / static_cast<double>(samples) : std::nan("");
+    COHORT_CHECK(std::isnan(want) ? std::isnan(accuracy) : std::fabs(accuracy - want) <= 1e-9,
+                 IoError, path, ": classes[", c, "].accuracy is not correct / samples");
   }
 }
 
@@ -95,8 +111,13 @@ std::string matrix_html(const EvalRecord& r) {
 EvalRecord read_eval_record(const std::string& path) {
   const std::string content = io::read_small_file(path, kMaxBytes);
   const Json j = Json::parse(content, nullptr, /*allow_exceptions=*/false);
+  COHORT_CHECK(!j.is_discarded(), IoError, path,
+               ": not JSON (nothing, a syntax error, a number out of range, or text that is "
+               "not UTF-8)");
   COHORT_CHECK(j.is_object() && j.contains("format") && j["format"] == "cohort-eval", IoError, path,
                ": not a `cohort eval --json` record (format \"cohort-eval\")");
+  COHORT_CHECK(integer(j, "format_version", path, 1) == 1, IoError, path,
+               ": format_version is not 1 (written by a newer Cohort?)");
   EvalRecord r;
   r.file = path;
   r.model = text(j, "model", path);
@@ -110,7 +131,11 @@ EvalRecord read_eval_record(const std::string& path) {
        field(j, "metrics", &Json::is_object, "an object", path).items()) {
     r.metrics.emplace_back(name, number(value, "metric '" + printable(name) + "'", path));
   }
-  if (j.contains("classes")) read_classes(j, path, r);
+  if (j.contains("classes") || j.contains("confusion")) {
+    COHORT_CHECK(r.task == "classification", IoError, path, ": a confusion matrix for task '",
+                 printable(r.task), "'");
+    read_classes(j, path, r);
+  }
   return r;
 }
 

@@ -65,7 +65,17 @@ void check_one(const std::string& key, const std::string& path, Wanted wanted) {
                                 fs::current_path(error).string()
                           : "");
   }
-  if (wanted != Wanted::kDataset || shard_directory) return;
+  if (shard_directory) {
+    std::error_code error;
+    bool shards = false;
+    for (fs::directory_iterator it(path, error), end; !error && it != end && !shards;
+         it.increment(error)) {
+      shards = it->path().extension() == ".h5";
+    }
+    COHORT_CHECK(shards, IoError, where, "a directory without *.h5 shards");
+    return;
+  }
+  if (wanted != Wanted::kDataset) return;
   const std::string hint = import_hint(path);
   COHORT_CHECK(hint.empty(), IoError, where, "not an HDF5 dataset but ", hint);
 }

@@ -10,7 +10,8 @@ ranks (uneven shares, batch sizes 64, 50 and 7) and `cohort eval --model` must g
 exactly and the metrics within 1e-5. The text output holds the per-class table and the matrix,
 with a class name's escape sequence made harmless; `cohort report --eval` shows the record, and
 refuses a damaged one (rows missing, a negative count, rows not summing to the class's samples,
-no format, a metric that is not a number) in one line, exit 3. With 4 classes, no top-5 accuracy (it would
+no format, a metric that is not a number, another format_version, a class's correct count or
+accuracy that the matrix does not give, a count past 2^62) in one line, exit 3. With 4 classes, no top-5 accuracy (it would
 be 1 whatever the model does). Refused in one line: both --checkpoint and --model, a dataset of
 other samples.
 
@@ -129,7 +130,11 @@ for name, change in (("rows", lambda r: r["confusion"].pop()),
                      ("count", lambda r: r["confusion"][0].__setitem__(0, -1)),
                      ("sum", lambda r: r["confusion"][1].__setitem__(1, 10**6)),
                      ("format", lambda r: r.__setitem__("format", ["cohort-eval"])),
-                     ("metric", lambda r: r["metrics"].__setitem__("accuracy", "high"))):
+                     ("metric", lambda r: r["metrics"].__setitem__("accuracy", "high")),
+                     ("version", lambda r: r.__setitem__("format_version", 2)),
+                     ("correct", lambda r: r["classes"][0].__setitem__("correct", 10**3)),
+                     ("accuracy", lambda r: r["classes"][0].__setitem__("accuracy", 5.0)),
+                     ("huge", lambda r: r["classes"][0].__setitem__("samples", 2**63))):
     bad = json.loads(json.dumps(record))
     change(bad)
     json.dump(bad, open(f"bad-{name}.json", "w"))
