@@ -28,7 +28,7 @@ import time
 
 import torch
 
-from torch_ref import fail, start
+from torch_ref import fail, load_export, start
 
 cohort, launcher = start()
 K, PATIENCE, MIN_DELTA, EVERY = 3, 4, 0.001, 3
@@ -94,7 +94,7 @@ def checkpoint_dirs(run_dir):
 
 def final_parameters(run_dir, name):
     run(["ckpt", "export", f"{run_dir}/checkpoints", "-o", name])
-    return torch.load(name)
+    return load_export(name)
 
 
 run(["data", "make-synthetic", "--kind", "classification", "--samples", "640", "--features", "8",
@@ -126,7 +126,7 @@ if on_disk != want_dirs:
 if os.readlink("a/checkpoints/best") != f"step-{kept[0]:08d}":
     fail(f"a/checkpoints/best -> {os.readlink('a/checkpoints/best')}, the best is step {kept[0]}")
 run(["ckpt", "export", "a/checkpoints/best", "-o", "best.pt"])
-if not torch.load("best.pt"):
+if not load_export("best.pt"):
     fail("the best checkpoint's export is empty")
 print(f"run A: evaluations {[s for s, _ in evals]}, best {kept}, early stop at {want_stop}, "
       f"as the reference")
