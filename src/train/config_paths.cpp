@@ -15,7 +15,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
-enum class Wanted { kDataset, kFile };
+// What the key needs: a dataset (its errors exit 3, as the dataset's own), the model's file (exit
+// 2, as the model's own check of model.file always did), another input file (exit 3).
+enum class Wanted { kDataset, kModelFile, kFile };
 
 std::string absolute_of(const std::string& path) {
   std::error_code error;
@@ -58,12 +60,15 @@ void check_one(const std::string& key, const std::string& path, Wanted wanted) {
   if (what != "a regular file" && !shard_directory) {
     const bool relative = !path.empty() && path[0] != '/';
     std::error_code error;
-    COHORT_THROW(IoError, where, what,
-                 wanted == Wanted::kDataset ? " (a dataset file or a directory of shards is needed)"
-                                            : " (a regular file is needed)",
-                 relative ? "; relative paths are taken from the working directory, " +
-                                fs::current_path(error).string()
-                          : "");
+    const std::string message =
+        where + what +
+        (wanted == Wanted::kDataset ? " (a dataset file or a directory of shards is needed)"
+                                    : " (a regular file is needed)") +
+        (relative ? "; relative paths are taken from the working directory, " +
+                        fs::current_path(error).string()
+                  : "");
+    if (wanted == Wanted::kModelFile) COHORT_THROW(ConfigError, message);
+    COHORT_THROW(IoError, message);
   }
   if (shard_directory) {
     std::error_code error;
@@ -116,7 +121,9 @@ std::string import_hint(const std::string& path) {
 void check_input_paths(const TrainConfig& config) {
   check_one("data.path", config.data.path, Wanted::kDataset);
   check_one("data.val_path", config.data.val_path, Wanted::kDataset);
-  if (config.model.name == "torchscript") check_one("model.file", config.model.file, Wanted::kFile);
+  if (config.model.name == "torchscript") {
+    check_one("model.file", config.model.file, Wanted::kModelFile);
+  }
   check_one("data.transform", config.data.transform, Wanted::kFile);
 }
 

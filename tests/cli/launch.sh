@@ -46,7 +46,7 @@ echo "ok: missing data -> $(cat err2.txt)"
 mkdir model-dir && ln -s nowhere.h5 dangling.h5
 rc=0; launch train --set data.path=train.h5 --set model.name=torchscript --set model.file=model-dir \
   2>err3.txt || rc=$?
-[ "$rc" = 3 ] && grep -Fq "model.file = model-dir: $work/model-dir: a directory (a regular file is needed)" err3.txt ||
+[ "$rc" = 2 ] && grep -Fq "model.file = model-dir: $work/model-dir: a directory (a regular file is needed)" err3.txt ||
   fail "a directory as model.file: exit $rc: $(cat err3.txt)"
 rc=0; launch train --set data.path=train.h5 --set data.val_path=dangling.h5 2>err4.txt || rc=$?
 [ "$rc" = 3 ] && grep -Fq "a link to nowhere.h5, which does not exist" err4.txt ||

@@ -16,9 +16,10 @@
 
 namespace cohort::train {
 
-// Throws IoError (exit 3) naming the first input of `config` that cannot be what its key needs:
-// data.path and data.val_path a dataset file or a directory of shards; model.file (for the
-// torchscript model) and data.transform regular files.
+// Throws naming the first input of `config` that cannot be what its key needs: data.path and
+// data.val_path a dataset file or a directory of shards (IoError, exit 3); model.file for the
+// torchscript model (ConfigError, exit 2, as the model's own check) and data.transform (IoError)
+// regular files.
 void check_input_paths(const TrainConfig& config);
 
 // Which `cohort data import` makes an HDF5 dataset of the file at `path`, from its first bytes
