@@ -13,6 +13,13 @@
 
 #include "cohort/train/config.hpp"
 
+namespace boost::program_options {
+class options_description;
+}
+namespace cohort::train {
+struct ModelSource;
+}
+
 namespace cohort::cli {
 
 // For every dump() of --json output: text that is not UTF-8 (a path, an HDF5 attribute, a host
@@ -61,6 +68,10 @@ int exit_status_of(int (*body)(int, char**), int argc, char** argv);
 
 // --task of predict and eval (a TorchScript model): UsageError naming the choices.
 train::TaskKind parse_task(const std::string& text);
+// The options naming the trained model of predict and eval: --checkpoint, --config, --model,
+// --task (into `task`, for parse_task).
+void add_model_source_options(boost::program_options::options_description& desc,
+                              train::ModelSource& model, std::string& task);
 
 // cohort-torch's commands.
 int run_env(const std::vector<std::string>& args, int* argc, char*** argv);

@@ -94,15 +94,10 @@ int run_eval(const std::vector<std::string>& args, int* argc, char*** argv) {
   train::CheckpointEvalOptions o;
   std::string task = "auto";
   po::options_description desc("cohort eval options");
-  desc.add_options()("help,h", "show this help")(
-      "checkpoint", po::value(&o.model.checkpoint),
-      "a checkpoint directory (its latest) or a step directory of a run")(
-      "config", po::value(&o.model.config),
-      "the run's resolved config (default: config.resolved.ini beside the checkpoint directory)")(
-      "model", po::value(&o.model.model_file), "or a TorchScript module (weights included)")(
-      "task", po::value(&task)->default_value(task),
-      "--model: auto | classification | regression | multilabel | language_model")(
-      "data", po::value(&o.data)->required(), "the dataset to evaluate on (with its targets)")(
+  desc.add_options()("help,h", "show this help");
+  add_model_source_options(desc, o.model, task);
+  desc.add_options()("data", po::value(&o.data)->required(),
+                     "the dataset to evaluate on (with its targets)")(
       "batch-size", po::value(&o.batch_size)->default_value(o.batch_size), "samples per forward")(
       "json", "print the metrics, per-class accuracy and confusion matrix as JSON");
   po::variables_map vm;

@@ -15,6 +15,17 @@ namespace po = boost::program_options;
 
 namespace cohort::cli {
 
+void add_model_source_options(po::options_description& desc, train::ModelSource& model,
+                              std::string& task) {
+  desc.add_options()("checkpoint", po::value(&model.checkpoint),
+                     "a checkpoint directory (its latest) or a step directory of a run")(
+      "config", po::value(&model.config),
+      "the run's resolved config (default: config.resolved.ini beside the checkpoint directory)")(
+      "model", po::value(&model.model_file), "or a TorchScript module (weights included)")(
+      "task", po::value(&task)->default_value(task),
+      "--model: auto | classification | regression | multilabel | language_model");
+}
+
 train::TaskKind parse_task(const std::string& text) {
   for (const auto kind :
        {train::TaskKind::kAuto, train::TaskKind::kClassification, train::TaskKind::kRegression,
@@ -29,15 +40,10 @@ int run_predict(const std::vector<std::string>& args, int* argc, char*** argv) {
   train::PredictOptions o;
   std::string task = "auto";
   po::options_description desc("cohort predict options");
-  desc.add_options()("help,h", "show this help")(
-      "checkpoint", po::value(&o.model.checkpoint),
-      "a checkpoint directory (its latest) or a step directory of a run")(
-      "config", po::value(&o.model.config),
-      "the run's resolved config (default: config.resolved.ini beside the checkpoint directory)")(
-      "model", po::value(&o.model.model_file), "or a TorchScript module (weights included)")(
-      "task", po::value(&task)->default_value(task),
-      "--model: auto | classification | regression | multilabel | language_model")(
-      "data", po::value(&o.data)->required(), "the dataset to predict (its samples, in order)")(
+  desc.add_options()("help,h", "show this help");
+  add_model_source_options(desc, o.model, task);
+  desc.add_options()("data", po::value(&o.data)->required(),
+                     "the dataset to predict (its samples, in order)")(
       "out,o", po::value(&o.out)->required(), "the predictions file (HDF5)")(
       "batch-size", po::value(&o.batch_size)->default_value(o.batch_size), "samples per forward")(
       "delay-ms", po::value(&o.delay_ms)->default_value(0),

@@ -34,7 +34,8 @@ struct Thresholds {
   int straggler_windows = 3;
   int divergence_windows = 3;
   double divergence_rise = 0.20;
-  double cpu_contention = 1.5;  // host load per core from which timings are the host's, not the run's
+  double cpu_contention =
+      1.5;  // host load per core from which timings are the host's, not the run's
 };
 
 struct Finding {
