@@ -46,6 +46,7 @@ int bench_control(const std::vector<std::string>& args, int* argc, char*** argv)
                                 {"plan_cached_s", r.plan_cached_s},
                                 {"manifest_bytes", r.manifest_bytes},
                                 {"save_s", r.save_s},
+                                {"summary_fields", r.summary_fields},
                                 {"summary_bytes", r.summary_bytes},
                                 {"summary_rank_bytes", r.summary_rank_bytes},
                                 {"summary_shared_rank_bytes", r.summary_shared_rank_bytes},

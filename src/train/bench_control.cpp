@@ -87,7 +87,8 @@ ControlBenchResult bench_control(const comm::MpiSession& session, env::Topology 
   }
   r.summary_s = median(summaries);
   r.summary_shared_s = median(shared);
-  r.summary_bytes = static_cast<std::int64_t>(r.ranks) * monitor::kFields * sizeof(double);
+  r.summary_fields = monitor::kFields;
+  r.summary_bytes = static_cast<std::int64_t>(r.ranks) * r.summary_fields * sizeof(double);
   r.summary_rank_bytes = 0;  // a gather sends the other ranks nothing
   r.summary_shared_rank_bytes = monitor::MetricsAggregator::shared_bytes();
   return r;

@@ -4,8 +4,8 @@
 # prints the table docs/scaling.md extrapolates from, and checks how each grows with R:
 #  - the checkpoint plan's all-gather moves ~R x (one rank's tensor list) to every rank, while
 #    the plan once per layout moves 8 bytes whatever R;
-#  - the monitor's summary gathers exactly 18 doubles x R to rank 0 and sends the other ranks
-#    nothing; shared with the nodes' endpoints, each other rank receives the same bytes at any R;
+#  - the monitor's summary gathers exactly one record (summary_fields doubles) per rank to
+#    rank 0 and sends the other ranks nothing; shared with the nodes' endpoints, each other rank receives the same bytes at any R;
 #  - the manifest grows linearly in R (each rank's slices and shard entry), not faster.
 set -euo pipefail
 cohort=$1 work=$2 sizes=${3:-2 8 32 64}
@@ -27,7 +27,8 @@ for x in rows:
           f"{x['manifest_bytes']:>10} {x['summary_bytes']:>9} {x['summary_s']*1e3:>10.3f} "
           f"{x['summary_shared_rank_bytes']:>8} {x['summary_shared_s']*1e3:>9.3f}")
 for x in rows:
-    assert x["summary_bytes"] == 18 * 8 * x["ranks"], x
+    assert x["summary_fields"] == rows[0]["summary_fields"] > 0, x
+    assert x["summary_bytes"] == x["summary_fields"] * 8 * x["ranks"], x
     assert x["summary_rank_bytes"] == 0, x
     assert x["summary_shared_rank_bytes"] == rows[0]["summary_shared_rank_bytes"] > 0, x
 first, last = rows[0], rows[-1]

@@ -34,6 +34,7 @@ struct ControlBenchResult {
   double plan_cached_s = 0;                    // PlanCache::plan() of an unchanged layout, median
   std::int64_t manifest_bytes = 0;             // manifest.json of the checkpoint
   double save_s = 0;                           // that save (tiny tensors: its control cost)
+  int summary_fields = 0;                      // doubles in one rank's summary record
   std::int64_t summary_bytes = 0;              // the monitor's summary, to rank 0
   std::int64_t summary_rank_bytes = 0;         // ... to each other rank
   std::int64_t summary_shared_rank_bytes = 0;  // ... with share(), to each other rank
