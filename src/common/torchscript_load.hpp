@@ -10,6 +10,7 @@
 #include <string>
 
 #include "cohort/error.hpp"
+#include "cohort/io/files.hpp"
 
 namespace cohort::torchscript {
 
@@ -30,9 +31,11 @@ inline std::string last_line(const std::string& text) {
 // file, is too large, or is not a TorchScript module with a forward().
 template <typename Err>
 torch::jit::Module load(const std::string& path, const std::string& key) {
+  // Says what the path is when it is not a file (a FIFO, a directory, a dangling link), so that
+  // neither a FIFO blocks LibTorch's open nor the error claims that a directory does not exist.
   struct stat st {};
-  COHORT_CHECK(::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode), Err, path, ": ", key,
-               ": no such file");
+  COHORT_CHECK(::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode), Err, path, ": ", key, ": ",
+               io::describe_path(path), ", not a TorchScript file");
   COHORT_CHECK(st.st_size <= kMaxFileBytes, Err, path, ": ", key, ": ", st.st_size,
                " bytes, more than a TorchScript file may have here (4 GiB)");
   torch::jit::Module module;

@@ -18,6 +18,7 @@ other samples.
 Usage: eval.py COHORT WORKDIR   (MPIEXEC, MPIEXEC_FLAGS from the environment)
 """
 import json
+import os
 import subprocess
 
 import h5py
@@ -34,7 +35,7 @@ NAMES = ["zero", "one", "two", "three", "four\x1b[31mred", "five", "six", "seven
 
 def run(cmd, ranks=1, check=True):
     launch = [] if ranks == 1 else launcher + ["-np", str(ranks)]
-    done = subprocess.run(launch + cmd, capture_output=True, text=True)
+    done = subprocess.run(launch + cmd, capture_output=True, text=True, timeout=240)
     if check and done.returncode != 0:
         fail(f"{' '.join(cmd)}: exit {done.returncode}: {done.stdout[-1500:]}{done.stderr[-1500:]}")
     return done
@@ -171,11 +172,20 @@ with h5py.File("other.h5", "w") as f:  # samples of another shape
     f["targets"] = np.zeros(20, np.int64)
     f.attrs["format_version"] = 1
     f.attrs["classes"] = 10
-for args, message in (
+# A model path that is not a file says what it is (and a FIFO does not block the load).
+os.mkfifo("model.fifo")
+os.mkdir("model.dir")
+os.symlink("gone.pt", "model.dangling")
+not_files = [(["--model", name, "--data", "val.h5"], f"{name}: model.file: {what}, not a")
+             for name, what in (("model.fifo", "a FIFO"), ("model.dir", "a directory"),
+                                ("/dev/zero", "a device"),
+                                ("model.dangling", "a link to gone.pt, which does not exist"),
+                                ("missing.pt", "no such file or directory"))]
+for args, message in not_files + [
         (["--checkpoint", "cnn/checkpoints", "--model", "trained.pt", "--data", "val.h5"],
          "give --checkpoint DIR or --model FILE (one of them)"),
         (["--checkpoint", "cnn/checkpoints", "--data", "other.h5"],
-         "the model was trained on samples of")):
+         "the model was trained on samples of")]:
     done = run([cohort, "eval"] + args, check=False)
     lines = done.stderr.strip().splitlines()
     if done.returncode != 2 or len(lines) != 1 or message not in lines[0]:
