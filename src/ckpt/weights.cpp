@@ -1,11 +1,9 @@
 #include "cohort/ckpt/weights.hpp"
 
 #include <ATen/ops/empty.h>
-#include <c10/util/Exception.h>
-#include <torch/csrc/jit/serialization/pickle.h>
+#include <unistd.h>
 
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <set>
 #include <string>
@@ -16,6 +14,7 @@
 #include "cohort/ckpt/tensor_parts.hpp"
 #include "cohort/error.hpp"
 #include "cohort/io/files.hpp"
+#include "cohort/io/input.hpp"
 #include "io/h5/file.hpp"
 #include "io/h5/h5_check.hpp"
 
@@ -25,6 +24,8 @@ namespace {
 namespace fs = std::filesystem;
 namespace h5 = io::h5;
 constexpr std::size_t kMaxExportTensors = 1 << 20;
+// A weights file larger than this is refused before it is read (1 TiB).
+constexpr std::int64_t kMaxWeightsFileBytes = std::int64_t{1} << 40;
 
 // A checkpoint directory's newest checkpoint that verifies (a step directory: itself).
 std::string newest_valid(const std::string& dir) {
@@ -93,48 +94,28 @@ NamedWeights read_export_h5(const std::string& path) {
   return weights;
 }
 
-// `cohort ckpt export -o F.pt` (LibTorch's pickle_save of a dict of tensors).
-NamedWeights read_export_pt(const std::string& path) {
-  const std::int64_t bytes = io::file_bytes(path);
-  std::vector<char> data(static_cast<std::size_t>(bytes));
-  std::ifstream in(path, std::ios::binary);
-  COHORT_CHECK(in.read(data.data(), bytes).good(), IoError, path, ": cannot read");
-  c10::IValue value;
-  try {
-    value = torch::jit::pickle_load(data);
-  } catch (const c10::Error& e) {
-    COHORT_THROW(IoError, path, ": neither a torch.save zip file nor a Cohort export (",
-                 e.what_without_backtrace(), ")");
-  }
-  COHORT_CHECK(value.isGenericDict(), IoError, path, ": holds a ", value.tagKind(),
-               ", not a dict of tensors");
-  NamedWeights weights;
-  weights.source = path;
-  for (const auto& item : value.toGenericDict()) {
-    COHORT_CHECK(item.key().isString() && item.value().isTensor(), IoError, path,
-                 ": an entry that is not a named tensor");
-    weights.tensors.emplace_back(item.key().toStringRef(), item.value().toTensor());
-  }
-  return weights;
-}
-
-bool starts_with_zip(const std::string& path) {
+// Whether the file begins with a zip record, as torch.save's files and Cohort's .pt exports do.
+// Anything else is refused: LibTorch's own unpickler is never given bytes from outside, and a
+// zip with bytes in front of it (which a zip reader would find from its end) is not read.
+bool starts_with_zip(const io::InputFile& file) {
   char magic[4] = {};
-  std::ifstream in(path, std::ios::binary);
-  in.read(magic, 4);
-  return in.gcount() == 4 && std::string(magic, 4) == std::string("PK\x03\x04", 4);
+  return file.size() >= 4 && ::pread(file.fd(), magic, 4, 0) == 4 &&
+         std::string(magic, 4) == std::string("PK\x03\x04", 4);
 }
 
 }  // namespace
 
 NamedWeights read_weights(const std::string& path) {
   std::error_code error;
-  COHORT_CHECK(fs::exists(path, error), IoError, path, ": no such file or directory");
   if (fs::is_directory(path, error)) return read_checkpoint(path);
+  // One open that says what the path is when it is not a file (a FIFO, a dangling link).
+  const auto file = io::InputFile::open(path, kMaxWeightsFileBytes);
   const std::string extension = fs::path(path).extension().string();
   if (extension == ".h5" || extension == ".hdf5") return read_export_h5(path);
-  if (starts_with_zip(path)) return read_torch_save(path);
-  return read_export_pt(path);
+  COHORT_CHECK(starts_with_zip(file), IoError, path,
+               ": neither a torch.save zip file nor a Cohort export (.pt, .h5) nor a checkpoint "
+               "directory: it does not begin with a zip record");
+  return read_torch_save(path);
 }
 
 }  // namespace cohort::ckpt

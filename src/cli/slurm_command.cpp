@@ -9,10 +9,10 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
-#include <sstream>
 
 #include "cohort/env/environment.hpp"
 #include "cohort/error.hpp"
+#include "cohort/io/input.hpp"
 #include "cohort/slurm/submit.hpp"
 #include "cohort/train/config.hpp"
 #include "command.hpp"
@@ -42,6 +42,9 @@ int requeue(const std::vector<std::string>& args) {
   return requeue_after_failure(train::Config::load(file, overrides), reason);
 }
 
+// A job script template larger than this is refused before it is read.
+constexpr std::int64_t kMaxTemplateBytes = std::int64_t{1} << 20;
+
 // The job script template: --template, else the installed one next to this executable, else the
 // source tree this binary was built from.
 std::string default_template() {
@@ -53,11 +56,8 @@ std::string default_template() {
 }
 
 std::string read_text(const std::string& path) {
-  std::ifstream in(path);
-  COHORT_CHECK(in.good(), UsageError, path, ": cannot read the job script template");
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
+  return io::InputFile::open<UsageError>(path, kMaxTemplateBytes, "the job script template")
+      .read_all();
 }
 
 }  // namespace

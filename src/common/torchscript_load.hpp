@@ -4,18 +4,18 @@
 // script's own error ("builtins.RuntimeError: ...") after its traceback.
 #pragma once
 
-#include <sys/stat.h>
 #include <torch/csrc/jit/serialization/import.h>
 
+#include <cstdint>
 #include <string>
 
 #include "cohort/error.hpp"
-#include "cohort/io/files.hpp"
+#include "cohort/io/input.hpp"
 
 namespace cohort::torchscript {
 
 // A TorchScript file larger than this is refused before LibTorch reads it into memory.
-constexpr off_t kMaxFileBytes = off_t{4} << 30;
+constexpr std::int64_t kMaxFileBytes = std::int64_t{4} << 30;
 
 inline std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
 
@@ -31,16 +31,12 @@ inline std::string last_line(const std::string& text) {
 // file, is too large, or is not a TorchScript module with a forward().
 template <typename Err>
 torch::jit::Module load(const std::string& path, const std::string& key) {
-  // Says what the path is when it is not a file (a FIFO, a directory, a dangling link), so that
-  // neither a FIFO blocks LibTorch's open nor the error claims that a directory does not exist.
-  struct stat st {};
-  COHORT_CHECK(::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode), Err, path, ": ", key, ": ",
-               io::describe_path(path), ", not a TorchScript file");
-  COHORT_CHECK(st.st_size <= kMaxFileBytes, Err, path, ": ", key, ": ", st.st_size,
-               " bytes, more than a TorchScript file may have here (4 GiB)");
+  // Opened once and loaded through that descriptor: a FIFO does not block LibTorch's open, and
+  // the error says what the path is when it is not a file (a directory, a dangling link).
+  const auto file = io::InputFile::open<Err>(path, kMaxFileBytes, key);
   torch::jit::Module module;
   try {
-    module = torch::jit::load(path, c10::Device(c10::kCPU));
+    module = torch::jit::load(file.fd_path(), c10::Device(c10::kCPU));
   } catch (const c10::Error& e) {
     COHORT_THROW(Err, path, ": ", key, ": not a TorchScript module (",
                  first_line(e.what_without_backtrace()), ")");

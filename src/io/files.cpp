@@ -10,6 +10,7 @@
 #include <filesystem>
 
 #include "cohort/error.hpp"
+#include "cohort/io/input.hpp"
 #include "cohort/io/unique_fd.hpp"
 
 namespace cohort::io {
@@ -94,28 +95,7 @@ std::string describe_path(const std::string& path) {
 }
 
 std::string read_small_file(const std::string& path, std::size_t limit) {
-  // O_NONBLOCK: opening a FIFO must not wait for a writer; it is refused just below.
-  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
-  COHORT_CHECK(fd.get() >= 0, IoError, path, ": cannot open: ", std::strerror(errno));
-  struct stat st {};
-  COHORT_CHECK(::fstat(fd.get(), &st) == 0, IoError, path, ": cannot stat: ", std::strerror(errno));
-  COHORT_CHECK(S_ISREG(st.st_mode), IoError, path, ": not a regular file");
-  COHORT_CHECK(static_cast<std::uint64_t>(st.st_size) <= limit, IoError, path, ": ", st.st_size,
-               " bytes, larger than the limit of ", limit);
-  // Sized by the file, not the limit; one byte more shows a file that grew while read.
-  std::string text(static_cast<std::size_t>(st.st_size) + 1, '\0');
-  std::size_t done = 0;
-  while (done < text.size()) {
-    const ssize_t n = ::read(fd.get(), text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    COHORT_CHECK(n >= 0, IoError, path, ": read failed: ", std::strerror(errno));
-    if (n == 0) break;
-    done += static_cast<std::size_t>(n);
-  }
-  COHORT_CHECK(done <= static_cast<std::size_t>(st.st_size), IoError, path,
-               ": changed while being read");
-  text.resize(done);
-  return text;
+  return InputFile::open(path, static_cast<std::int64_t>(limit)).read_all();
 }
 
 void commit_file(const std::string& temporary, const std::string& path, Durability durability) {

@@ -2,13 +2,19 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
+#include <limits>
 
 #include "cohort/error.hpp"
+#include "cohort/io/files.hpp"
+#include "cohort/io/input.hpp"
 #include "common/json_limits.hpp"
 
 namespace cohort::monitor {
 namespace {
+
+// metrics.jsonl may have any size (it grows by a record per step); it is read in pieces.
+constexpr std::int64_t kAnySize = std::numeric_limits<std::int64_t>::max();
+constexpr std::uint64_t kChunkBytes = 16u << 20;
 
 // Drops the records of `v` at or after `step` (a restart repeats them).
 template <typename T>
@@ -123,29 +129,41 @@ void RunHistory::add(const nlohmann::json& r) {
 RunFollower::RunFollower(std::string dir) : path_(dir + "/metrics.jsonl") {
   history_.dir = std::move(dir);
   std::error_code error;
-  COHORT_CHECK(std::filesystem::exists(path_, error), IoError, path_,
-               ": no such file (is this a run directory? train.run_dir)");
-  // A FIFO would block the open below until some writer came.
-  COHORT_CHECK(std::filesystem::is_regular_file(path_, error), IoError, path_,
-               ": not a regular file");
+  COHORT_CHECK(std::filesystem::exists(std::filesystem::symlink_status(path_, error)), IoError,
+               path_, ": no such file (is this a run directory? train.run_dir)");
+  io::InputFile::open(path_, kAnySize);  // a FIFO, a directory, a dangling link: said here
 }
 
 bool RunFollower::poll() {
-  std::ifstream in(path_, std::ios::binary);
-  COHORT_CHECK(in.is_open(), IoError, path_, ": cannot open");
-  in.seekg(0, std::ios::end);
-  const auto size = static_cast<std::uint64_t>(in.tellg());
+  // Reopened at each poll (the file may be replaced), through the one way in: never a FIFO.
+  const auto file = io::InputFile::open(path_, kAnySize);
+  const auto size = static_cast<std::uint64_t>(file.size());
   if (size < offset_) {  // the file was replaced: start over
     const std::string dir = history_.dir;
     history_ = RunHistory();
     history_.dir = dir;
     offset_ = 0;
   }
-  if (size == offset_) return false;
-  in.seekg(static_cast<std::streamoff>(offset_));
-  std::string chunk(size - offset_, '\0');
-  in.read(chunk.data(), static_cast<std::streamsize>(chunk.size()));
   bool added = false;
+  // In pieces of at most kChunkBytes: a long run's file is never held whole.
+  std::string chunk;
+  while (offset_ < size) {
+    const std::uint64_t take = std::min<std::uint64_t>(size - offset_, kChunkBytes);
+    chunk.resize(take);
+    io::read_at(file.fd(), static_cast<std::int64_t>(offset_), chunk.data(), take, path_);
+    const std::size_t used = add_lines(chunk, added);
+    if (used > 0) {
+      offset_ += used;
+      continue;
+    }
+    if (take < kChunkBytes) break;  // a torn last line waits for the next poll
+    offset_ += take;                // a line longer than a piece: skipped as damaged
+    ++history_.bad_lines;
+  }
+  return added;
+}
+
+std::size_t RunFollower::add_lines(const std::string& chunk, bool& added) {
   std::size_t start = 0;
   for (std::size_t nl; (nl = chunk.find('\n', start)) != std::string::npos; start = nl + 1) {
     const std::string line = chunk.substr(start, nl - start);
@@ -163,8 +181,7 @@ bool RunFollower::poll() {
       ++history_.bad_lines;  // well-formed JSON with a field out of range or of the wrong type
     }
   }
-  offset_ += start;  // a torn last line waits for the next poll
-  return added;
+  return start;  // a torn last line waits for the next piece or poll
 }
 
 RunHistory load_run(const std::string& dir) {

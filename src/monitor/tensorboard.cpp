@@ -1,15 +1,21 @@
 #include "monitor/tensorboard.hpp"
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <array>
+#include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <string_view>
 
 #include "cohort/error.hpp"
 #include "cohort/io/files.hpp"
+#include "cohort/io/text.hpp"
+#include "cohort/io/unique_fd.hpp"
 #include "tensorboard_event.pb.h"
 
 namespace cohort::monitor {
@@ -65,30 +71,45 @@ std::uint32_t masked_crc32c(const void* data, std::size_t size) {
 }
 
 std::int64_t cut_events_after(const std::string& path, std::int64_t step) {
-  const std::int64_t size = io::file_bytes(path);
-  std::ifstream in(path, std::ios::binary);
-  COHORT_CHECK(in.good(), IoError, path, ": cannot read");
+  // O_NOFOLLOW: a link with an event file's name (to a file outside the run) is never cut.
+  const UniqueFd fd(::open(path.c_str(), O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+  struct stat st {};
+  if (fd.get() < 0 || ::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) {
+    struct stat link {};
+    const bool is_link = ::lstat(path.c_str(), &link) == 0 && S_ISLNK(link.st_mode);
+    std::fprintf(stderr, "cohort: warning: %s: %s, not an event file of this run: left alone\n",
+                 io::printable(path).c_str(),
+                 is_link ? "a symbolic link" : io::describe_path(path).c_str());
+    return -1;
+  }
+  const std::int64_t size = st.st_size;
   std::int64_t offset = 0, kept = 0;
   std::string data;
   while (offset + 12 <= size) {
     char head[12];
-    in.read(head, sizeof head);
+    io::read_at(fd.get(), offset, head, sizeof head, path);
     const std::uint64_t length = get_le(head, 8);
-    if (!in || get_le(head + 8, 4) != masked_crc32c(head, 8) || length > kMaxRecordBytes ||
+    if (get_le(head + 8, 4) != masked_crc32c(head, 8) || length > kMaxRecordBytes ||
         offset + 16 + static_cast<std::int64_t>(length) > size) {
       break;
     }
     data.resize(length + 4);
-    in.read(data.data(), static_cast<std::streamsize>(data.size()));
+    io::read_at(fd.get(), offset + 12, data.data(), data.size(), path);
     tensorboard::Event event;
-    if (!in || get_le(data.data() + length, 4) != masked_crc32c(data.data(), length) ||
+    if (get_le(data.data() + length, 4) != masked_crc32c(data.data(), length) ||
         !event.ParseFromArray(data.data(), static_cast<int>(length)) || event.step() > step) {
       break;
     }
     offset += 16 + static_cast<std::int64_t>(length);
     ++kept;
   }
-  if (offset < size) std::filesystem::resize_file(path, static_cast<std::uintmax_t>(offset));
+  if (kept == 0 && size > 0) {  // not even a first event record: not a file this writer made
+    std::fprintf(stderr, "cohort: warning: %s: not an event file (no event record): left alone\n",
+                 io::printable(path).c_str());
+    return -1;
+  }
+  COHORT_CHECK(offset == size || ::ftruncate(fd.get(), offset) == 0, IoError, path,
+               ": cannot cut: ", std::strerror(errno));
   return kept;
 }
 
@@ -100,7 +121,7 @@ TensorBoardWriter::TensorBoardWriter(const std::string& dir, std::int64_t resume
     const bool ours =
         name.rfind("events.out.tfevents.", 0) == 0 && name.size() > std::strlen(kSuffix) &&
         name.compare(name.size() - std::strlen(kSuffix), std::string::npos, kSuffix) == 0;
-    if (ours && entry.is_regular_file(error)) cut_events_after(entry.path().string(), resume_step);
+    if (ours) cut_events_after(entry.path().string(), resume_step);
   }
   path_ = dir + "/events.out.tfevents." + std::to_string(static_cast<std::int64_t>(wall_time())) +
           "." + host_name() + "." + std::to_string(::getpid()) + kSuffix;

@@ -37,7 +37,9 @@ std::uint32_t crc32c(const void* data, std::size_t size);
 std::uint32_t masked_crc32c(const void* data, std::size_t size);
 
 // Cuts `path` (an event file) before its first record of a step after `step`; a record that
-// cannot be read ends the file there too. Returns the records kept.
+// cannot be read ends the file there too. Returns the records kept, or -1 (with a warning) when
+// `path` is not an event file this writer could have made: a link, not a regular file, or no
+// event record at its start. Such a file is left as it is.
 std::int64_t cut_events_after(const std::string& path, std::int64_t step);
 
 }  // namespace cohort::monitor

@@ -7,14 +7,13 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
-#include <filesystem>
-#include <fstream>
 #include <sstream>
 
 #include "cohort/config.hpp"
 #include "cohort/error.hpp"
 #include "cohort/io/checksum.hpp"
 #include "cohort/io/files.hpp"
+#include "cohort/io/input.hpp"
 #include "train/model_catalog.hpp"
 
 namespace po = boost::program_options;
@@ -197,6 +196,9 @@ std::string validate(const KeySpec& spec, const std::string& raw, const std::str
 // "optim.lr (default)".
 using Origins = std::map<std::string, std::string>;
 
+// A config file larger than this is refused before it is read.
+constexpr std::int64_t kMaxConfigFileBytes = std::int64_t{16} << 20;
+
 // One key as given, not yet validated: the model libraries it names must load first.
 struct Given {
   std::string name;
@@ -205,11 +207,8 @@ struct Given {
 };
 
 std::vector<Given> read_file(const std::string& file) {
-  std::error_code error;
-  COHORT_CHECK(std::filesystem::is_regular_file(file, error), ConfigError, file,
-               ": not a config file (missing, a directory, or not a regular file)");
-  std::ifstream in(file);
-  COHORT_CHECK(in.good(), ConfigError, file, ": cannot open the config file");
+  // Read once through the one way in: a FIFO does not block, a directory says what it is.
+  std::istringstream in(io::InputFile::open<ConfigError>(file, kMaxConfigFileBytes).read_all());
   const auto lines = key_lines(in);
   in.clear();
   in.seekg(0);

@@ -4,14 +4,16 @@
 #include <cctype>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <sstream>
 
 #include "cohort/ckpt/inspect.hpp"
 #include "cohort/comm/faults.hpp"
 #include "cohort/error.hpp"
 #include "cohort/io/files.hpp"
+#include "cohort/io/input.hpp"
 #include "cohort/monitor/sinks.hpp"
 
 namespace cohort::train {
@@ -20,12 +22,16 @@ namespace {
 // The last step rank 0 recorded in <train.run_dir>/metrics.jsonl (one record per step), i.e. where
 // the run stopped; nullopt when there is none. Reads only the file's tail.
 std::optional<std::int64_t> last_step(const TrainConfig& config) {
-  std::ifstream in(config.train.run_dir + "/metrics.jsonl", std::ios::binary);
-  if (!in) return std::nullopt;
-  in.seekg(0, std::ios::end);
-  const std::streamoff size = in.tellg();
-  constexpr std::streamoff kTail = 64 * 1024;
-  in.seekg(size > kTail ? size - kTail : 0);
+  const std::string path = config.train.run_dir + "/metrics.jsonl";
+  std::error_code error;
+  if (!std::filesystem::exists(std::filesystem::symlink_status(path, error))) return std::nullopt;
+  // Any size: only the tail is read. A FIFO or a directory there is an error, not a wait.
+  const auto file = io::InputFile::open(path, std::numeric_limits<std::int64_t>::max());
+  constexpr std::int64_t kTail = 64 * 1024;
+  const std::int64_t from = std::max<std::int64_t>(0, file.size() - kTail);
+  std::string tail(static_cast<std::size_t>(file.size() - from), '\0');
+  io::read_at(file.fd(), from, tail.data(), tail.size(), path);
+  std::istringstream in(tail);
   std::optional<std::int64_t> step;
   for (std::string line; std::getline(in, line);) {
     const auto record = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);

@@ -93,7 +93,7 @@ run("class targets out of range", ["train", "--set", "data.path=labels.h5",
     3, ["labels.h5", "class target 12"])
 os.makedirs("config_dir.ini", exist_ok=True)
 run("config path is a directory", ["config", "check", "config_dir.ini"], 2,
-    ["config_dir.ini", "not a config file"])
+    ["config_dir.ini: a directory, not a regular file"])
 
 for key, value, needle in [("model.dropout", "2", "outside 0..1"),
                            ("train.epochs", "-16", "outside 1.."),

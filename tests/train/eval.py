@@ -176,7 +176,7 @@ with h5py.File("other.h5", "w") as f:  # samples of another shape
 os.mkfifo("model.fifo")
 os.mkdir("model.dir")
 os.symlink("gone.pt", "model.dangling")
-not_files = [(["--model", name, "--data", "val.h5"], f"{name}: model.file: {what}, not a")
+not_files = [(["--model", name, "--data", "val.h5"], f"{name}: model.file: {what}")
              for name, what in (("model.fifo", "a FIFO"), ("model.dir", "a directory"),
                                 ("/dev/zero", "a device"),
                                 ("model.dangling", "a link to gone.pt, which does not exist"),

@@ -120,6 +120,8 @@ crafted("past.pt", 10, 1000)     # a tensor past its storage
 raw = open("sd.pt", "rb").read()
 open("truncated.pt", "wb").write(raw[:len(raw) // 2])
 open("garbage.pt", "wb").write(rng.integers(0, 256, 4096).astype(np.uint8).tobytes())
+open("prefixed.pt", "wb").write(b"junk" + raw)  # a zip reader would find it from its end
+os.mkfifo("weights.fifo")
 
 
 def reference(start_state, world, lr_scale=None, frozen=False):
@@ -251,6 +253,9 @@ BAD = [
     ([("model.init_from", "truncated.pt")], 3, "truncated.pt: not a torch.save zip file"),
     ([("model.init_from", "garbage.pt")], 3, "garbage.pt: neither a torch.save zip file nor a "
      "Cohort export"),
+    ([("model.init_from", "prefixed.pt")], 3, "prefixed.pt: neither a torch.save zip file nor a "
+     "Cohort export (.pt, .h5) nor a checkpoint directory: it does not begin with a zip record"),
+    ([("model.init_from", "weights.fifo")], 3, "weights.fifo: a FIFO, not a regular file"),
     ([("model.freeze", "^decoder")], 2, "model.freeze = '^decoder' matches no parameter"),
     ([("optim.lr_scale", "decoder:0.5")], 2, "optim.lr_scale: 'decoder' matches no trained"),
     ([("optim.lr_scale", "encoder=0.5")], 2, "'encoder=0.5' is not REGEX:FACTOR"),

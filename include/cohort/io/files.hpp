@@ -36,7 +36,7 @@ void fsync_file(const std::string& path);
 void fsync_directory(const std::string& path);
 // rename(2) of a file or a directory; the IoError names both paths.
 void rename_path(const std::string& from, const std::string& to);
-// A regular file of at most `limit` bytes, read whole (never blocks on a FIFO).
+// A regular file of at most `limit` bytes, read whole (InputFile: never blocks on a FIFO).
 std::string read_small_file(const std::string& path, std::size_t limit);
 
 // What `path` is, in words, for an error that must not say "no such file" of a directory or a

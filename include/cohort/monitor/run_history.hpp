@@ -68,6 +68,9 @@ class RunFollower {
   const RunHistory& history() const { return history_; }
 
  private:
+  // Adds the whole lines of `chunk`; returns the bytes up to and including its last newline.
+  std::size_t add_lines(const std::string& chunk, bool& added);
+
   std::string path_;
   std::uint64_t offset_ = 0;
   RunHistory history_;

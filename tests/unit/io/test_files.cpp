@@ -1,3 +1,4 @@
+#include <sys/stat.h>
 #include <unistd.h>
 #include <xxhash.h>  // the plain (SSE2) XXH3, as the reference
 
@@ -13,6 +14,7 @@
 #include "cohort/error.hpp"
 #include "cohort/io/checksum.hpp"
 #include "cohort/io/files.hpp"
+#include "cohort/io/input.hpp"
 
 namespace fs = std::filesystem;
 namespace io = cohort::io;
@@ -138,6 +140,48 @@ BOOST_AUTO_TEST_CASE(checksums_match_the_plain_xxh3_in_one_piece_and_in_many) {
     }
     BOOST_TEST(pieces.result() == plain, "length " << n);
   }
+}
+
+// The one way in: every kind of path that is not a regular file is refused at once (a FIFO does
+// not wait for a writer) with what it is, under the caller's error type and label.
+BOOST_AUTO_TEST_CASE(an_input_that_is_not_a_regular_file_says_what_it_is) {
+  const auto dir = fresh_dir("input");
+  BOOST_REQUIRE(::mkfifo((dir / "fifo").c_str(), 0600) == 0);
+  fs::create_directory(dir / "dir");
+  fs::create_symlink(dir / "gone", dir / "dangling");
+  fs::create_symlink(dir / "loop2", dir / "loop1");
+  fs::create_symlink(dir / "loop1", dir / "loop2");
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {(dir / "fifo").string(), "a FIFO, not a regular file"},
+      {(dir / "dir").string(), "a directory, not a regular file"},
+      {"/dev/null", "a device, not a regular file"},
+      {(dir / "dangling").string(),
+       "a link to " + (dir / "gone").string() + ", which does not exist"},
+      {(dir / "loop1").string(), "a loop of symbolic links"},
+      {(dir / "missing").string(), "no such file or directory"}};
+  for (const auto& [path, what] : cases) {
+    try {
+      io::InputFile::open<cohort::ConfigError>(path, 1 << 20, "model.file");
+      BOOST_ERROR(path << " was opened");
+    } catch (const cohort::ConfigError& e) {
+      BOOST_TEST(std::string(e.what()) == path + ": model.file: " + what);
+    }
+  }
+  fs::remove_all(dir);
+}
+
+BOOST_AUTO_TEST_CASE(an_input_is_bounded_and_read_through_the_descriptor_it_was_checked_by) {
+  const auto dir = fresh_dir("input-read");
+  const auto path = (dir / "data.txt").string();
+  io::write_file_atomically(path, "twelve bytes");
+  BOOST_CHECK_THROW(io::InputFile::open(path, 11), cohort::IoError);  // one byte over
+  const auto file = io::InputFile::open(path, 12);
+  BOOST_TEST(file.size() == 12);
+  // The name now points elsewhere; the open file (and its /proc/self/fd name) does not.
+  io::write_file_atomically(path, "another file");
+  BOOST_TEST(file.read_all() == "twelve bytes");
+  BOOST_TEST(read(file.fd_path()) == "twelve bytes");
+  fs::remove_all(dir);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
