@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "cohort/error.hpp"
+#include "cohort/io/files.hpp"
 #include "data/fields.hpp"
 #include "io/h5/file.hpp"
 
@@ -39,7 +40,8 @@ std::size_t DatasetInfo::sample_bytes() const {
 std::vector<std::string> shard_paths(const std::string& path) {
   std::error_code error;
   const auto status = fs::status(path, error);
-  COHORT_CHECK(fs::exists(status), IoError, path, ": no such file or directory");
+  // A dangling link or a loop is said to be one (the file's own open says what else it is).
+  COHORT_CHECK(fs::exists(status), IoError, path, ": ", io::describe_path(path));
   if (!fs::is_directory(status)) return {path};
   std::vector<std::string> shards;
   for (const auto& entry : fs::directory_iterator(path)) {

@@ -224,6 +224,16 @@ os.mkfifo("fifo_run/metrics.jsonl")
 run("report: metrics.jsonl is a FIFO", ["report", "fifo_run"], 3, ["metrics.jsonl",
                                                                   "not a regular file"])
 run("top: metrics.jsonl is a FIFO", ["top", "fifo_run", "--once"], 3, ["not a regular file"])
+# The one way in: a FIFO or a dangling link as a dataset or an import source is said to be one,
+# at once (never a wait for a writer).
+os.mkfifo("fifo.h5")
+os.mkfifo("fifo.npy")
+os.symlink("gone.h5", "dangling.h5")
+run("inspect: a FIFO", ["data", "inspect", "fifo.h5"], 3, ["fifo.h5: a FIFO, not a regular file"])
+run("inspect: a dangling link", ["data", "inspect", "dangling.h5"], 3,
+    ["dangling.h5: a link to gone.h5, which does not exist"])
+run("import: a FIFO source", ["data", "import", "npy", "fifo.npy", "fifo.npy", "--out", "f.h5"], 3,
+    ["fifo.npy: a FIFO, not a regular file"])
 
 # The /metrics endpoint: one listener only, Prometheus names only.
 good("exporter.h5")

@@ -2,17 +2,19 @@
 
 #include "cohort/io/checksum.hpp"
 
-#include <sys/stat.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include <cerrno>
 #include <charconv>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <memory>
 
 #include "cohort/error.hpp"
 #include "cohort/io/checksum.hpp"
+#include "cohort/io/input.hpp"
 #include "common/checked_math.hpp"
 
 namespace cohort::data::parse {
@@ -70,12 +72,13 @@ std::vector<std::int64_t> npy_shape(const std::string& value, const std::string&
 }  // namespace
 
 std::string read_maybe_gz(const std::string& path, std::uint64_t max_ratio) {
-  struct stat st {};
-  COHORT_CHECK(::stat(path.c_str(), &st) == 0, IoError, path,
-               ": cannot open: ", std::strerror(errno));
-  COHORT_CHECK(S_ISREG(st.st_mode), IoError, path, ": not a regular file");
-  const std::uint64_t limit = inflate_limit(static_cast<std::uint64_t>(st.st_size), max_ratio);
-  std::unique_ptr<gzFile_s, GzCloser> file(gzopen(path.c_str(), "rb"));
+  const auto source = io::InputFile::open(path, std::numeric_limits<std::int64_t>::max());
+  const std::uint64_t limit = inflate_limit(static_cast<std::uint64_t>(source.size()), max_ratio);
+  // zlib reads the descriptor that was checked (its own copy: gzclose closes it).
+  const int fd = ::dup(source.fd());
+  COHORT_CHECK(fd >= 0, IoError, path, ": cannot open: ", std::strerror(errno));
+  std::unique_ptr<gzFile_s, GzCloser> file(gzdopen(fd, "rb"));
+  if (file == nullptr) ::close(fd);
   COHORT_CHECK(file != nullptr, IoError, path, ": cannot open: ", std::strerror(errno));
   std::string bytes;
   std::vector<char> buffer(1 << 20);

@@ -1,19 +1,19 @@
 #include "io/h5/file.hpp"
 
-#include <sys/stat.h>
-
 #include <algorithm>
+#include <limits>
 #include <optional>
 
+#include "cohort/io/input.hpp"
 #include "common/checked_math.hpp"
 #include "io/h5/h5_check.hpp"
 
 namespace cohort::io::h5 {
 
 Hid open_file(const std::string& path, hid_t fapl) {
-  struct stat st {};
-  COHORT_CHECK(::stat(path.c_str(), &st) == 0, IoError, path, ": no such file");
-  COHORT_CHECK(S_ISREG(st.st_mode), IoError, path, ": not a regular file");
+  // The one way in says what the path is when it is not a file; HDF5 then opens it by name (its
+  // drivers, MPI-IO included, take names), with no FIFO to block on.
+  InputFile::open(path, std::numeric_limits<std::int64_t>::max());
   auto lock = h5_lock();
   COHORT_CHECK(H5Fis_hdf5(path.c_str()) > 0, IoError, path,
                ": not an HDF5 file (truncated or corrupt?)", h5_error_text());
