@@ -108,6 +108,32 @@ std::vector<std::string> shard_backing_problems(const Manifest& m, const std::st
   return problems;
 }
 
+std::string shard_metadata_problem(const Manifest& m, const std::string& step_dir,
+                                   std::size_t index) {
+  const ShardEntry& shard = m.shards.at(index);
+  if (shard.metadata_checksum.empty()) return "";
+  const std::string file = step_dir + "/" + shard.file;
+  std::vector<DataExtent> data;
+  for (const auto& t : m.tensors) {
+    for (const auto& s : t.slices) {
+      if (static_cast<std::size_t>(s.shard) != index) continue;
+      if (s.at < 0) return file + ": the manifest gives no place ('at') for slice " + t.name;
+      // Manifest::parse bounded count and dtype; shard_backing_problems bounded their sum.
+      const auto bytes = checked::mul(s.count, dtype_bytes(t.dtype));
+      if (!bytes) return file + ": slice " + t.name + " is larger than a file can be";
+      data.push_back({s.at, *bytes});
+    }
+  }
+  try {
+    if (metadata_checksum(file, std::move(data)) == shard.metadata_checksum) return "";
+  } catch (const IoError& e) {
+    return e.what();
+  }
+  return file +
+         ": its bytes outside the slices (HDF5 metadata, attributes, rank_state) do not "
+         "match the manifest's metadata_checksum";
+}
+
 std::vector<std::string> verify_checkpoint(const std::string& step_dir) {
   std::vector<std::string> problems;
   const Manifest m = read_manifest(step_dir);
@@ -124,6 +150,10 @@ std::vector<std::string> verify_checkpoint(const std::string& step_dir) {
       if (bytes != m.shards[i].bytes) {
         problems.push_back(file + ": " + std::to_string(bytes) + " bytes, the manifest says " +
                            std::to_string(m.shards[i].bytes));
+      }
+      if (const auto problem = shard_metadata_problem(m, step_dir, i); !problem.empty()) {
+        problems.push_back(problem);
+        continue;  // HDF5 never parses a damaged header
       }
       readers.emplace(static_cast<int>(i), ShardReader(file));
     } catch (const IoError& e) {

@@ -94,8 +94,9 @@ TensorEntry parse_tensor(const Json& j, std::size_t shards, const std::string& w
   COHORT_CHECK(slices.is_array(), IoError, at, ": field 'slices' is not a list");
   for (const auto& s : slices) {
     t.slices.push_back({field<int>(s, "shard", at), field<std::int64_t>(s, "offset", at),
-                        field<std::int64_t>(s, "count", at),
-                        field<std::string>(s, "checksum", at)});
+                        field<std::int64_t>(s, "count", at), field<std::string>(s, "checksum", at),
+                        s.is_object() && s.contains("at") ? field<std::int64_t>(s, "at", at) : -1});
+    COHORT_CHECK(t.slices.back().at >= -1, IoError, at, ": field 'at' is negative");
   }
   check_cover(t, *numel, shards, at);
   return t;
@@ -160,14 +161,18 @@ bool is_contained_path(const std::string& path) {
 std::string Manifest::to_json() const {
   Json shards_json = Json::array();
   for (const auto& s : shards) {
-    shards_json.push_back({{"file", s.file}, {"rank", s.rank}, {"bytes", s.bytes}});
+    Json shard = {{"file", s.file}, {"rank", s.rank}, {"bytes", s.bytes}};
+    if (!s.metadata_checksum.empty()) shard["metadata_checksum"] = s.metadata_checksum;
+    shards_json.push_back(std::move(shard));
   }
   Json tensors_json = Json::array();
   for (const auto& t : tensors) {
     Json slices = Json::array();
     for (const auto& s : t.slices) {
-      slices.push_back(
-          {{"shard", s.shard}, {"offset", s.offset}, {"count", s.count}, {"checksum", s.checksum}});
+      Json slice = {
+          {"shard", s.shard}, {"offset", s.offset}, {"count", s.count}, {"checksum", s.checksum}};
+      if (s.at >= 0) slice["at"] = s.at;
+      slices.push_back(std::move(slice));
     }
     tensors_json.push_back(
         {{"name", t.name}, {"dtype", t.dtype}, {"shape", t.shape}, {"slices", slices}});
@@ -220,7 +225,10 @@ Manifest Manifest::parse(const std::string& text, const std::string& origin) {
                ": fields 'shards' and 'tensors' must be lists");
   for (const auto& s : shards) {
     ShardEntry e{field<std::string>(s, "file", origin), field<int>(s, "rank", origin),
-                 field<std::int64_t>(s, "bytes", origin)};
+                 field<std::int64_t>(s, "bytes", origin),
+                 s.contains("metadata_checksum")
+                     ? field<std::string>(s, "metadata_checksum", origin)
+                     : std::string()};
     COHORT_CHECK(e.rank >= 0 && e.rank < m.world_size && e.bytes >= 0, IoError, origin, ": shard '",
                  e.file, "' has rank ", e.rank, " (world ", m.world_size, ") or bytes ", e.bytes,
                  " out of range");

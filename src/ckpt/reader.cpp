@@ -42,6 +42,9 @@ ShardReader& CheckpointReader::shard(int index) {
   auto it = shards_.find(index);
   if (it == shards_.end()) {
     const ShardEntry& entry = manifest_.shards.at(static_cast<std::size_t>(index));
+    // Only the shards this rank reads: their metadata, rank_state included, before HDF5 opens it.
+    const auto problem = shard_metadata_problem(manifest_, path_, static_cast<std::size_t>(index));
+    COHORT_CHECK(problem.empty(), IoError, problem);
     it = shards_.emplace(index, ShardReader(path_ + "/" + entry.file)).first;
   }
   return it->second;

@@ -47,10 +47,10 @@ struct HeldFlat {
   std::int64_t offset = 0;
 };
 
-// This rank's shard: its slices of the flattened tensors. Returns the slice checksums.
-std::vector<std::uint64_t> write_own_shard(const std::string& path, const ShardPlan& plan,
-                                           const std::vector<HeldFlat>& flat,
-                                           const SaveRequest& request, int rank) {
+// This rank's shard: its slices of the flattened tensors.
+WrittenShard write_own_shard(const std::string& path, const ShardPlan& plan,
+                             const std::vector<HeldFlat>& flat, const SaveRequest& request,
+                             int rank) {
   std::vector<ShardSlice> mine;
   for (const auto& s : plan.slices_of(rank)) {
     const TensorSpec& spec = plan.tensors()[s.tensor];
@@ -59,13 +59,23 @@ std::vector<std::uint64_t> write_own_shard(const std::string& path, const ShardP
     mine.push_back({spec.name, spec.dtype, spec.shape, s.offset, s.count,
                     base + (s.offset - held.offset) * spec.element_bytes});
   }
-  std::vector<std::uint64_t> sums;
-  for (const auto& text :
-       write_shard(path, {rank, plan.world(), request.step}, mine, request.rank_state)) {
-    sums.push_back(parse_checksum(text));
-  }
-  return sums;
+  return write_shard(path, {rank, plan.world(), request.step}, mine, request.rank_state);
 }
+
+// What every rank reports of its shard, summed over ranks (each fills its own entries):
+// [slice checksums (n), shard sizes (world), failures (1), slice addresses (n), shard metadata
+// checksums (world)].
+struct SaveReport {
+  std::size_t n;
+  int world;
+  std::size_t w() const { return static_cast<std::size_t>(world); }
+  std::int64_t size() const { return static_cast<std::int64_t>(2 * n + 2 * w() + 1); }
+  std::size_t checksum(std::size_t slice) const { return slice; }
+  std::size_t bytes(int rank) const { return n + static_cast<std::size_t>(rank); }
+  std::size_t failures() const { return n + w(); }
+  std::size_t address(std::size_t slice) const { return n + w() + 1 + slice; }
+  std::size_t metadata(int rank) const { return 2 * n + w() + 1 + static_cast<std::size_t>(rank); }
+};
 
 Manifest manifest_of(const SaveRequest& request, const ShardPlan& plan, int world,
                      const at::Tensor& sums) {
@@ -79,15 +89,19 @@ Manifest manifest_of(const SaveRequest& request, const ShardPlan& plan, int worl
   m.cohort_version = COHORT_VERSION;
   m.created = utc_now();
   const auto* s = sums.data_ptr<std::int64_t>();
-  const std::size_t n = plan.slices().size();
-  for (int r = 0; r < world; ++r) m.shards.push_back({shard_name(r, world), r, s[n + r]});
+  const SaveReport report{plan.slices().size(), world};
+  for (int r = 0; r < world; ++r) {
+    m.shards.push_back({shard_name(r, world), r, s[report.bytes(r)],
+                        io::format_checksum(static_cast<std::uint64_t>(s[report.metadata(r)]))});
+  }
   for (const auto& spec : plan.tensors())
     m.tensors.push_back({spec.name, spec.dtype, spec.shape, {}});
-  for (std::size_t i = 0; i < n; ++i) {
+  for (std::size_t i = 0; i < report.n; ++i) {
     const Slice& slice = plan.slices()[i];
     m.tensors[slice.tensor].slices.push_back(
         {slice.rank, slice.offset, slice.count,
-         io::format_checksum(static_cast<std::uint64_t>(s[i]))});
+         io::format_checksum(static_cast<std::uint64_t>(s[report.checksum(i)])),
+         s[report.address(i)]});
   }
   return m;
 }
@@ -300,28 +314,30 @@ std::string save_checkpoint(const std::string& dir, const SaveRequest& request,
   const std::vector<HeldFlat> flat = flat_by_plan(request, plan);
   const std::string final_dir = dir + "/" + step_dir_name(request.step);
   const std::string tmp = final_dir + ".tmp-" + tag;
-  const std::size_t n = plan.slices().size();
-  // [slice checksums..., shard sizes..., failures]: each rank fills its own entries.
-  at::Tensor sums = at::zeros({static_cast<std::int64_t>(n) + world + 1}, at::kLong);
+  const SaveReport report{plan.slices().size(), world};
+  at::Tensor sums = at::zeros({report.size()}, at::kLong);
   std::string failure;
   try {
     io::make_directories(tmp);
     const std::string path = tmp + "/" + shard_name(rank, world);
-    const auto mine = write_own_shard(path, plan, flat, request, rank);
+    const WrittenShard mine = write_own_shard(path, plan, flat, request, rank);
     auto* s = sums.data_ptr<std::int64_t>();
     std::size_t k = 0;
-    for (std::size_t i = 0; i < n; ++i) {
-      if (plan.slices()[i].rank == rank) s[i] = static_cast<std::int64_t>(mine[k++]);
+    for (std::size_t i = 0; i < report.n; ++i) {
+      if (plan.slices()[i].rank != rank) continue;
+      s[report.checksum(i)] = static_cast<std::int64_t>(parse_checksum(mine.checksums[k]));
+      s[report.address(i)] = mine.addresses[k++];
     }
-    s[n + static_cast<std::size_t>(rank)] = io::file_bytes(path);
+    s[report.bytes(rank)] = io::file_bytes(path);
+    s[report.metadata(rank)] = static_cast<std::int64_t>(parse_checksum(mine.metadata_checksum));
   } catch (const IoError& e) {
     failure = e.what();
-    sums[static_cast<std::int64_t>(n) + world] = 1;
+    sums.data_ptr<std::int64_t>()[report.failures()] = 1;
   }
   comm.all_reduce(sums);  // also the barrier: every shard is on disk after it
   COHORT_CHECK(failure.empty(), IoError, "checkpoint step ", request.step, ": ", failure);
-  COHORT_CHECK(sums[static_cast<std::int64_t>(n) + world].item<std::int64_t>() == 0, IoError,
-               "checkpoint step ", request.step, ": another rank could not write its shard");
+  COHORT_CHECK(sums.data_ptr<std::int64_t>()[report.failures()] == 0, IoError, "checkpoint step ",
+               request.step, ": another rank could not write its shard");
   // Rank 0 commits; the others wait for its verdict (a failure must not leave them waiting).
   at::Tensor committed = at::zeros({1}, at::kLong);
   if (rank == 0) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <limits>
 #include <map>
 #include <optional>
 #include <thread>
@@ -14,6 +15,7 @@
 #include "cohort/io/checksum.hpp"
 #include "cohort/io/dtype.hpp"
 #include "cohort/io/files.hpp"
+#include "cohort/io/input.hpp"
 #include "cohort/io/unique_fd.hpp"
 #include "io/h5/file.hpp"
 #include "io/h5/h5_check.hpp"
@@ -50,10 +52,10 @@ std::int64_t dtype_bytes(const std::string& dtype) {
   return static_cast<std::int64_t>(io::dtype_size(storage_of(dtype)));
 }
 
-std::vector<std::string> write_shard(const std::string& path, const ShardHeader& header,
-                                     const std::vector<ShardSlice>& slices,
-                                     const std::string& rank_state) {
-  std::vector<std::string> checksums;
+WrittenShard write_shard(const std::string& path, const ShardHeader& header,
+                         const std::vector<ShardSlice>& slices, const std::string& rank_state) {
+  WrittenShard written;
+  std::vector<DataExtent> data;
   {
     h5::Hid file = h5::create_file(path);
     h5::write_attribute(file.get(), "format", kShardFormat, path);
@@ -72,9 +74,11 @@ std::vector<std::string> write_shard(const std::string& path, const ShardHeader&
       const std::string where = path + ": slice " + s.name;
       const io::DType type = storage_of(s.dtype);
       const std::size_t bytes = static_cast<std::size_t>(s.count) * io::dtype_size(type);
-      checksums.push_back(io::bytes_checksum(s.data, bytes));
+      written.checksums.push_back(io::bytes_checksum(s.data, bytes));
       h5::Hid set = h5::create_dataset(file.get(), "slices/" + s.name, type, s.count, {}, 0, where);
       h5::write_rows(set.get(), 0, s.count, type, s.data, where);
+      written.addresses.push_back(h5::data_offset(set.get(), where));  // contiguous, allocated
+      data.push_back({written.addresses.back(), static_cast<std::int64_t>(bytes)});
       h5::write_attribute(set.get(), "offset", s.offset, where);
       h5::write_attribute(set.get(), "dtype", s.dtype, where);
       h5::write_attribute(set.get(), "global_shape", shape_text(s.global_shape), where);
@@ -85,9 +89,36 @@ std::vector<std::string> write_shard(const std::string& path, const ShardHeader&
                                        1 << 20, path + ": rank_state");
     h5::write_rows(state.get(), 0, state_bytes, io::DType::kUInt8, rank_state.data(),
                    path + ": rank_state");
-  }  // closed here, before the fsync
+  }  // closed here, before the fsync: HDF5 writes its last metadata at the close
   fsync_file(path);
-  return checksums;
+  written.metadata_checksum = metadata_checksum(path, std::move(data));
+  return written;
+}
+
+std::string metadata_checksum(const std::string& path, std::vector<DataExtent> data) {
+  const auto file = io::InputFile::open(path, std::numeric_limits<std::int64_t>::max());
+  std::sort(data.begin(), data.end(),
+            [](const DataExtent& a, const DataExtent& b) { return a.address < b.address; });
+  io::StreamingChecksum sum;
+  std::vector<char> piece;
+  std::int64_t at = 0;
+  const auto hash_until = [&](std::int64_t end) {
+    for (; at < end; at += static_cast<std::int64_t>(piece.size())) {
+      piece.resize(static_cast<std::size_t>(std::min(end - at, kReadPieceBytes)));
+      io::read_at(file.fd(), at, piece.data(), piece.size(), path);
+      sum.add(piece.data(), piece.size());
+    }
+  };
+  for (const auto& extent : data) {
+    COHORT_CHECK(
+        extent.address >= at && extent.bytes >= 0 && extent.bytes <= file.size() - extent.address,
+        IoError, path, ": slice bytes at ", extent.address, " (", extent.bytes,
+        ") overlap another slice's or reach past the file's ", file.size(), " bytes");
+    hash_until(extent.address);
+    at += extent.bytes;
+  }
+  hash_until(file.size());
+  return sum.result();
 }
 
 // What a read needs of one slice's dataset, found once: a load asks for a slice's offset and then

@@ -62,6 +62,19 @@ def tensor(m, name):
     return next(t for t in m["tensors"] if t["name"] == name)
 
 
+def unsealed(d):
+    """The newest manifest as a checkpoint written before shard metadata was covered has it: no
+    metadata_checksum, no slice addresses ('at'). Such a checkpoint is read by its slices alone;
+    the tests that rewrite a shard on purpose (another layout, a GPU run's rank_state) use it."""
+    m = manifest_of(d)
+    for shard in m["shards"]:
+        shard.pop("metadata_checksum")
+    for t in m["tensors"]:
+        for s in t["slices"]:
+            s.pop("at")
+    write_manifest(d, m)
+
+
 def hostile_everywhere(name, make, needles, resume=True):
     """make(ckpt_dir) damages the newest checkpoint of a copy of the good run; every reader is
     then refused in one line (exit 3), and a resume falls back to the previous checkpoint."""
@@ -123,6 +136,7 @@ def inner_dims(d):
         f["slices/model.fc0.bias"] = np.ones((16, 1000), np.float32)
         for k, v in attrs.items():
             f["slices/model.fc0.bias"].attrs[k] = v
+    unsealed(d)  # the shard reader's own check, not the metadata checksum's
 
 
 hostile_everywhere("slice-with-inner-dims", inner_dims, ["model.fc0.bias", "outside"])
@@ -142,8 +156,14 @@ def rewritten_by_h5py(d):
             f[name].attrs[k] = v
 
 
+# A shard rewritten by h5py without metadata_checksum: refused (another file than the one saved).
+d = copy_run("rewritten-sealed")
+rewritten_by_h5py(d)
+run("rewritten-sealed: ckpt verify", ["ckpt", "verify", f"{d}/{NEWEST}"], 3,
+    ["shard-00000-of-00001.h5", "do not match the manifest's metadata_checksum"])
 d = copy_run("rewritten-by-h5py")
 rewritten_by_h5py(d)
+unsealed(d)
 run("rewritten-by-h5py: ckpt export", ["ckpt", "export", f"{d}/{NEWEST}", "-o", "rewritten.pt"], 0,
     ["4 tensors"])
 run("rewritten-by-h5py: ckpt verify", ["ckpt", "verify", f"{d}/{NEWEST}"], 3,
@@ -175,9 +195,11 @@ def gpu_rank_state(d, extra):
 
 d = copy_run("gpu-rank-state")
 gpu_rank_state(d, (7).to_bytes(8, "little") + (64).to_bytes(8, "little"))
+unsealed(d)
 train("gpu-rank-state", needles=(f"resumed from {d}/{NEWEST}",))
 d = copy_run("gpu-rank-state-17")
 gpu_rank_state(d, bytes(17))
+unsealed(d)
 train("gpu-rank-state-17", needles=("rank_state is", f"resumed from {d}/{PREVIOUS}"))
 
 

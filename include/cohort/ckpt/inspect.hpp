@@ -43,6 +43,13 @@ Manifest read_manifest(const std::string& step_dir);
 // allocates for a slice, so no manifest makes Cohort allocate more than the storage holds.
 std::vector<std::string> shard_backing_problems(const Manifest& m, const std::string& step_dir);
 
+// Why shard `index`'s bytes outside its slices (HDF5's metadata, the attributes, rank_state) are
+// not the ones the manifest's metadata_checksum was taken of, or "" when they are (or when the
+// manifest recorded none). Read with pread(2) before HDF5 opens the file: a damaged header or
+// rank_state is refused here, by every load and by verify_checkpoint().
+std::string shard_metadata_problem(const Manifest& m, const std::string& step_dir,
+                                   std::size_t index);
+
 // Reads every slice of every tensor and compares it with its checksum, and each shard's size
 // with the manifest's. Returns one line per problem ("<file>: slice X does not match its
 // checksum"); empty when the checkpoint is clean.

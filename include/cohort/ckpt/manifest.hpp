@@ -30,6 +30,7 @@ struct SliceEntry {
   std::int64_t offset = 0;
   std::int64_t count = 0;
   std::string checksum;  // "xxh3-64:<16 hex>" of the slice's bytes
+  std::int64_t at = -1;  // where its bytes begin in the shard file (-1: not recorded)
 };
 
 struct TensorEntry {
@@ -44,6 +45,9 @@ struct ShardEntry {
   std::string file;  // relative to the checkpoint directory
   int rank = 0;      // the rank that wrote it
   std::int64_t bytes = 0;
+  // xxh3-64 of the file's bytes outside its slices' (HDF5's metadata, attributes, rank_state);
+  // "" in checkpoints written before it was recorded, which are then covered by slices only.
+  std::string metadata_checksum;
 };
 
 struct Manifest {

@@ -6,9 +6,12 @@
 // as text, "[40, 20]"); /rank_state, this rank's own resume state (sampler position, RNG states) as
 // opaque bytes. bfloat16 is stored as uint16 with dtype = "bfloat16"; bool as uint8. write_shard()
 // creates the file, writes it whole, closes it and fsyncs it, and returns each slice's checksum
-// (xxh3-64 of its bytes, as the manifest records them). HDF5 goes through the io module's layer
-// (Hid, COHORT_H5_CHECK, the process-wide lock); a slice stored as written (contiguous, native
-// type) is read with pread(2) at its offset (h5::RowLocator), hashed piece by piece as it arrives.
+// (xxh3-64 of its bytes, as the manifest records them) and where its bytes lie, and the checksum
+// of every other byte of the file (HDF5's metadata, the attributes, rank_state): with both, every
+// byte a load reads is covered, and metadata_checksum() finds damage before HDF5 parses it. HDF5
+// goes through the io module's layer (Hid, COHORT_H5_CHECK, the process-wide lock); a slice stored
+// as written (contiguous, native type) is read with pread(2) at its offset (h5::RowLocator), hashed
+// piece by piece as it arrives.
 #pragma once
 
 #include <cstdint>
@@ -37,9 +40,24 @@ struct ShardHeader {
 
 std::int64_t dtype_bytes(const std::string& dtype);  // throws IoError for an unknown dtype
 
-std::vector<std::string> write_shard(const std::string& path, const ShardHeader& header,
-                                     const std::vector<ShardSlice>& slices,
-                                     const std::string& rank_state);
+struct WrittenShard {
+  std::vector<std::string> checksums;   // per slice, in the order given
+  std::vector<std::int64_t> addresses;  // per slice: the file offset of its bytes
+  std::string metadata_checksum;        // of the bytes outside the slices' (see below)
+};
+
+WrittenShard write_shard(const std::string& path, const ShardHeader& header,
+                         const std::vector<ShardSlice>& slices, const std::string& rank_state);
+
+// A slice's bytes in a shard file: [address, address + bytes).
+struct DataExtent {
+  std::int64_t address = 0;
+  std::int64_t bytes = 0;
+};
+
+// xxh3-64 of the bytes of `path` outside `data`, read with pread(2), never through HDF5. IoError
+// naming the file when the extents overlap or reach past its end.
+std::string metadata_checksum(const std::string& path, std::vector<DataExtent> data);
 
 // Reads parts of one shard. Every error is an IoError naming the file and the slice. Each slice's
 // dataset is opened once and kept open while the reader lives; one thread at a time.

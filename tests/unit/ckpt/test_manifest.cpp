@@ -18,7 +18,7 @@ Manifest sample() {
   m.config_hash = "xxh3-64:0123456789abcdef";
   m.cohort_version = "0.1.0";
   m.created = "2026-12-02T19:00:00Z";
-  m.shards = {{"shard-00000-of-00002.h5", 0, 4096}, {"shard-00001-of-00002.h5", 1, 4000}};
+  m.shards = {{"shard-00000-of-00002.h5", 0, 4096, ""}, {"shard-00001-of-00002.h5", 1, 4000, ""}};
   m.tensors = {{"fc.weight", "float32", {4, 3}, {{0, 0, 7, "xxh3-64:1"}, {1, 7, 5, "xxh3-64:2"}}},
                {"fc.bias", "float32", {4}, {{1, 0, 4, "xxh3-64:3"}}}};
   return m;

@@ -34,8 +34,18 @@ BOOST_AUTO_TEST_CASE(slices_and_rank_state_round_trip) {
                                  {"step", "int64", {}, 0, 1, steps.data()},
                                  {"emb.weight", "bfloat16", {3}, 0, 3, half.data()}},
                                 state);
-  BOOST_TEST(sums.size() == 3u);
-  BOOST_TEST(sums[0] == cohort::io::bytes_checksum(weight.data(), 700 * 4));
+  BOOST_TEST(sums.checksums.size() == 3u);
+  BOOST_TEST(sums.checksums[0] == cohort::io::bytes_checksum(weight.data(), 700 * 4));
+  // Where each slice's bytes lie, and the checksum of every other byte.
+  BOOST_REQUIRE(sums.addresses.size() == 3u);
+  std::ifstream raw(dir.file("s.h5"), std::ios::binary);
+  std::vector<float> stored(700);
+  raw.seekg(sums.addresses[0]);
+  raw.read(reinterpret_cast<char*>(stored.data()), 700 * 4);
+  BOOST_TEST(stored == weight);
+  const std::vector<cohort::ckpt::DataExtent> extents = {
+      {sums.addresses[0], 700 * 4}, {sums.addresses[1], 8}, {sums.addresses[2], 6}};
+  BOOST_TEST(cohort::ckpt::metadata_checksum(dir.file("s.h5"), extents) == sums.metadata_checksum);
 
   ShardReader reader(dir.file("s.h5"));
   BOOST_TEST(reader.header().rank == 1);
@@ -75,6 +85,36 @@ BOOST_AUTO_TEST_CASE(bad_shards_and_requests_are_io_errors) {
   BOOST_CHECK_EXCEPTION(
       cohort::ckpt::write_shard(dir.file("u.h5"), {}, {{"a", "complex64", {1}, 0, 1, x}}, ""),
       cohort::IoError, [](const auto& e) { return message_has(e, "unsupported dtype"); });
+}
+
+// The metadata checksum sees every byte outside the slices and none inside them, and refuses
+// extents that overlap or leave the file.
+BOOST_AUTO_TEST_CASE(the_metadata_checksum_covers_every_byte_outside_the_slices) {
+  cohort::test::ScratchDir dir;
+  const std::vector<float> x(64, 1.5f);
+  const auto written = cohort::ckpt::write_shard(
+      dir.file("s.h5"), {0, 1, 5}, {{"x", "float32", {64}, 0, 64, x.data()}}, "rank state");
+  const std::vector<cohort::ckpt::DataExtent> extents = {{written.addresses[0], 64 * 4}};
+  const auto flip = [&](std::int64_t at) {
+    std::fstream f(dir.file("s.h5"), std::ios::in | std::ios::out | std::ios::binary);
+    f.seekg(at);
+    const char c = static_cast<char>(f.get() ^ 0xff);
+    f.seekp(at);
+    f.put(c);
+  };
+  flip(written.addresses[0] + 17);  // a slice's byte: the slice checksum's, not this one's
+  BOOST_TEST(cohort::ckpt::metadata_checksum(dir.file("s.h5"), extents) ==
+             written.metadata_checksum);
+  flip(written.addresses[0] + 17);
+  flip(8);  // the superblock
+  BOOST_TEST(cohort::ckpt::metadata_checksum(dir.file("s.h5"), extents) !=
+             written.metadata_checksum);
+  flip(8);
+  BOOST_CHECK_EXCEPTION(cohort::ckpt::metadata_checksum(dir.file("s.h5"), {{0, 8}, {4, 8}}),
+                        cohort::IoError, [](const auto& e) { return message_has(e, "overlap"); });
+  BOOST_CHECK_EXCEPTION(
+      cohort::ckpt::metadata_checksum(dir.file("s.h5"), {{written.addresses[0], 1 << 30}}),
+      cohort::IoError, [](const auto& e) { return message_has(e, "reach past"); });
 }
 
 BOOST_AUTO_TEST_SUITE_END()
