@@ -96,10 +96,8 @@ std::vector<std::string> shard_backing_problems(const Manifest& m, const std::st
   for (std::size_t i = 0; i < m.shards.size(); ++i) {
     const std::string file = step_dir + "/" + m.shards[i].file;
     struct stat st {};
-    if (::stat(file.c_str(), &st) != 0) {
-      problems[i] = file + ": cannot stat: " + std::strerror(errno);
-    } else if (!S_ISREG(st.st_mode)) {
-      problems[i] = file + ": not a regular file";
+    if (::stat(file.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) {
+      problems[i] = file + ": " + io::describe_path(file) + ", not a shard file";
     } else if (!claimed[i] || *claimed[i] > st.st_size) {
       problems[i] = file + ": " + std::to_string(st.st_size) +
                     " bytes cannot hold the slices the manifest places in it";

@@ -143,6 +143,7 @@ bool RunFollower::poll() {
     history_ = RunHistory();
     history_.dir = dir;
     offset_ = 0;
+    in_long_line_ = false;
   }
   bool added = false;
   // In pieces of at most kChunkBytes: a long run's file is never held whole.
@@ -151,14 +152,21 @@ bool RunFollower::poll() {
     const std::uint64_t take = std::min<std::uint64_t>(size - offset_, kChunkBytes);
     chunk.resize(take);
     io::read_at(file.fd(), static_cast<std::int64_t>(offset_), chunk.data(), take, path_);
+    if (in_long_line_) {  // the rest of a line longer than a piece: skipped to its end
+      const std::size_t end = chunk.find('\n');
+      offset_ += end == std::string::npos ? take : end + 1;
+      in_long_line_ = end == std::string::npos;
+      continue;
+    }
     const std::size_t used = add_lines(chunk, added);
     if (used > 0) {
       offset_ += used;
       continue;
     }
     if (take < kChunkBytes) break;  // a torn last line waits for the next poll
-    offset_ += take;                // a line longer than a piece: skipped as damaged
+    offset_ += take;                // a line longer than a piece: damaged, skipped whole
     ++history_.bad_lines;
+    in_long_line_ = true;
   }
   return added;
 }

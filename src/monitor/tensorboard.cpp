@@ -73,13 +73,16 @@ std::uint32_t masked_crc32c(const void* data, std::size_t size) {
 std::int64_t cut_events_after(const std::string& path, std::int64_t step) {
   // O_NOFOLLOW: a link with an event file's name (to a file outside the run) is never cut.
   const UniqueFd fd(::open(path.c_str(), O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+  const int open_error = errno;
   struct stat st {};
   if (fd.get() < 0 || ::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) {
     struct stat link {};
     const bool is_link = ::lstat(path.c_str(), &link) == 0 && S_ISLNK(link.st_mode);
+    const std::string what = is_link        ? "a symbolic link"
+                             : fd.get() < 0 ? std::string(std::strerror(open_error))
+                                            : io::describe_path(path);
     std::fprintf(stderr, "cohort: warning: %s: %s, not an event file of this run: left alone\n",
-                 io::printable(path).c_str(),
-                 is_link ? "a symbolic link" : io::describe_path(path).c_str());
+                 io::printable(path).c_str(), what.c_str());
     return -1;
   }
   const std::int64_t size = st.st_size;

@@ -25,8 +25,16 @@ std::optional<std::int64_t> last_step(const TrainConfig& config) {
   const std::string path = config.train.run_dir + "/metrics.jsonl";
   std::error_code error;
   if (!std::filesystem::exists(std::filesystem::symlink_status(path, error))) return std::nullopt;
-  // Any size: only the tail is read. A FIFO or a directory there is an error, not a wait.
-  const auto file = io::InputFile::open(path, std::numeric_limits<std::int64_t>::max());
+  // Any size: only the tail is read. A FIFO or a directory there is no wait and no failure of the
+  // requeue it informs: a warning, and no step known.
+  std::optional<io::InputFile> opened;
+  try {
+    opened.emplace(io::InputFile::open(path, std::numeric_limits<std::int64_t>::max()));
+  } catch (const IoError& e) {
+    std::fprintf(stderr, "cohort: warning: where the run stopped is unknown: %s\n", e.what());
+    return std::nullopt;
+  }
+  const io::InputFile& file = *opened;
   constexpr std::int64_t kTail = 64 * 1024;
   const std::int64_t from = std::max<std::int64_t>(0, file.size() - kTail);
   std::string tail(static_cast<std::size_t>(file.size() - from), '\0');

@@ -73,6 +73,7 @@ class RunFollower {
 
   std::string path_;
   std::uint64_t offset_ = 0;
+  bool in_long_line_ = false;  // inside a line longer than a piece, skipped to its newline
   RunHistory history_;
 };
 

@@ -2,6 +2,7 @@
 
 #include "cohort/io/checksum.hpp"
 
+#include <fcntl.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -75,7 +76,7 @@ std::string read_maybe_gz(const std::string& path, std::uint64_t max_ratio) {
   const auto source = io::InputFile::open(path, std::numeric_limits<std::int64_t>::max());
   const std::uint64_t limit = inflate_limit(static_cast<std::uint64_t>(source.size()), max_ratio);
   // zlib reads the descriptor that was checked (its own copy: gzclose closes it).
-  const int fd = ::dup(source.fd());
+  const int fd = ::fcntl(source.fd(), F_DUPFD_CLOEXEC, 0);
   COHORT_CHECK(fd >= 0, IoError, path, ": cannot open: ", std::strerror(errno));
   std::unique_ptr<gzFile_s, GzCloser> file(gzdopen(fd, "rb"));
   if (file == nullptr) ::close(fd);
