@@ -10,18 +10,6 @@
 #include "cohort/io/files.hpp"
 
 namespace cohort::io {
-namespace {
-
-// What a non-regular file is, in words (the open succeeded, so it exists).
-std::string kind_of(mode_t mode) {
-  if (S_ISDIR(mode)) return "a directory";
-  if (S_ISFIFO(mode)) return "a FIFO";
-  if (S_ISSOCK(mode)) return "a socket";
-  return "a device";
-}
-
-}  // namespace
-
 InputFile::InputFile(UniqueFd fd, std::int64_t size, std::string path)
     : fd_(std::move(fd)), size_(size), path_(std::move(path)) {}
 
@@ -39,7 +27,7 @@ InputFile InputFile::try_open(const std::string& path, std::int64_t max_bytes,
   if (::fstat(fd.get(), &st) != 0) {
     problem = std::string("cannot stat: ") + std::strerror(errno);
   } else if (!S_ISREG(st.st_mode)) {
-    problem = kind_of(st.st_mode) + ", not a regular file";
+    problem = describe_path(path) + ", not a regular file";  // the error path only
   } else if (st.st_size > max_bytes) {
     problem = std::to_string(st.st_size) + " bytes, larger than the limit of " +
               std::to_string(max_bytes);
