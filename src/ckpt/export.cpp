@@ -9,9 +9,9 @@
 
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <set>
+#include <sstream>
 #include <string_view>
 #include <vector>
 
@@ -21,6 +21,7 @@
 #include "cohort/ckpt/tensor_parts.hpp"
 #include "cohort/error.hpp"
 #include "cohort/io/files.hpp"
+#include "cohort/io/output.hpp"
 #include "common/torchscript_load.hpp"
 #include "io/h5/file.hpp"
 #include "io/h5/h5_check.hpp"
@@ -70,7 +71,7 @@ at::Tensor read_tensor(CheckpointReader& reader, const Selected& selected, bool 
   return t;
 }
 
-ExportSummary write_torch(CheckpointReader& reader, const std::string& tmp,
+ExportSummary write_torch(CheckpointReader& reader, io::TemporaryFile& tmp,
                           const ExportOptions& options) {
   ExportSummary summary;
   c10::Dict<std::string, at::Tensor> dict;
@@ -81,12 +82,12 @@ ExportSummary write_torch(CheckpointReader& reader, const std::string& tmp,
     summary.bytes += static_cast<std::int64_t>(t.nbytes());
   }
   const std::vector<char> bytes = torch::jit::pickle_save(c10::IValue(dict));
-  write_file_synced(tmp, std::string_view(bytes.data(), bytes.size()));
+  tmp.write(std::string_view(bytes.data(), bytes.size()));
   return summary;
 }
 
 // The module's parameters and buffers (recursively, by their dotted names), overwritten in place.
-ExportSummary write_torchscript(CheckpointReader& reader, const std::string& tmp,
+ExportSummary write_torchscript(CheckpointReader& reader, io::TemporaryFile& tmp,
                                 const ExportOptions& options) {
   std::string file = options.torchscript;
   if (options.run_module) {
@@ -120,20 +121,21 @@ ExportSummary write_torchscript(CheckpointReader& reader, const std::string& tmp
   COHORT_CHECK(stored.empty(), UsageError, reader.path(), ": tensor '", options.prefix,
                stored.empty() ? "" : stored.begin()->first, "' is not in ", file,
                " (not the module this run trained?)");
-  std::ofstream out(tmp, std::ios::binary);
+  std::ostringstream out(std::ios::binary);
   module.save(out);
-  out.close();
-  COHORT_CHECK(out.good(), IoError, tmp, ": cannot write");
-  fsync_file(tmp);
+  COHORT_CHECK(out.good(), IoError, tmp.path(), ": cannot serialise the module");
+  tmp.write(out.str());
   return summary;
 }
 
-ExportSummary write_hdf5(CheckpointReader& reader, const std::string& tmp,
+ExportSummary write_hdf5(CheckpointReader& reader, io::TemporaryFile& temporary,
                          const ExportOptions& options) {
   ExportSummary summary;
   const Manifest& m = reader.manifest();
+  const std::string& tmp = temporary.path();
   {
-    h5::Hid file = h5::create_file(tmp);
+    h5::Hid file = h5::create_new_file(tmp);
+    temporary.adopt();
     h5::write_attribute(file.get(), "format", kExportFormat, tmp);
     h5::write_attribute(file.get(), "format_version", kExportVersion, tmp);
     h5::write_attribute(file.get(), "step", m.step, tmp);
@@ -178,25 +180,25 @@ ExportFormat export_format_of(const std::string& out_path) {
 ExportSummary export_checkpoint(const std::string& path, const std::string& out_path,
                                 const ExportOptions& options) {
   const ExportFormat format = export_format_of(out_path);
+  io::OutputPlan()
+      .read(path, "PATH")
+      .read(options.torchscript, "--torchscript")
+      .write(out_path, "--out")
+      .check();
   CheckpointReader reader(resolve_checkpoint(path));
-  const std::string tmp = out_path + ".tmp-" + std::to_string(::getpid());
+  io::TemporaryFile tmp(out_path);  // removed unless committed: never a partial export
   ExportSummary summary;
-  try {
-    if (!options.torchscript.empty() || options.run_module) {
-      COHORT_CHECK(format == ExportFormat::kTorch, UsageError, out_path,
-                   ": a TorchScript export is a .pt file");
-      summary = write_torchscript(reader, tmp, options);
-    } else {
-      summary = format == ExportFormat::kTorch ? write_torch(reader, tmp, options)
-                                               : write_hdf5(reader, tmp, options);
-    }
-    COHORT_CHECK(summary.tensors > 0, UsageError, reader.path(), ": no tensor name starts with '",
-                 options.prefix, "'");
-    io::commit_file(tmp, out_path);
-  } catch (...) {  // rethrown: never leave a partial export behind, whatever failed
-    std::remove(tmp.c_str());
-    throw;
+  if (!options.torchscript.empty() || options.run_module) {
+    COHORT_CHECK(format == ExportFormat::kTorch, UsageError, out_path,
+                 ": a TorchScript export is a .pt file");
+    summary = write_torchscript(reader, tmp, options);
+  } else {
+    summary = format == ExportFormat::kTorch ? write_torch(reader, tmp, options)
+                                             : write_hdf5(reader, tmp, options);
   }
+  COHORT_CHECK(summary.tensors > 0, UsageError, reader.path(), ": no tensor name starts with '",
+               options.prefix, "'");
+  tmp.commit();
   summary.source = reader.path();
   summary.out = out_path;
   summary.step = reader.manifest().step;

@@ -7,6 +7,7 @@
 
 #include "cohort/ckpt/export.hpp"
 #include "cohort/error.hpp"
+#include "cohort/io/output.hpp"
 #include "command.hpp"
 
 namespace po = boost::program_options;
@@ -46,7 +47,14 @@ int export_files(const std::vector<std::string>& args) {
                "ckpt export: --run-module or --torchscript FILE, not both");
   options.strip_prefix = vm.count("keep-names") == 0;
   options.verify = vm.count("no-verify") == 0;
-  for (const auto& out : outs) ckpt::export_format_of(out);  // every name checked before writing
+  // Every name and place checked before anything is written (one export per --out).
+  io::OutputPlan plan;
+  plan.read(path, "PATH").read(options.torchscript, "--torchscript");
+  for (const auto& out : outs) {
+    ckpt::export_format_of(out);
+    plan.write(out, "--out");
+  }
+  plan.check();
   json rows = json::array();
   for (const auto& out : outs) {
     const auto s = ckpt::export_checkpoint(path, out, options);

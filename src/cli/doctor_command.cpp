@@ -13,6 +13,7 @@
 #include "cohort/env/topology.hpp"
 #include "cohort/error.hpp"
 #include "cohort/io/files.hpp"
+#include "cohort/io/output.hpp"
 #include "cohort/train/config.hpp"
 #include "cohort/train/doctor.hpp"
 #include "command.hpp"
@@ -44,6 +45,7 @@ int run_doctor(const std::vector<std::string>& args, int* argc, char*** argv) {
     return 0;
   }
   po::notify(vm);
+  if (!output.empty()) io::OutputPlan().read(file, "--config").write(output, "--output").check();
   const auto config = train::Config::load(file, overrides);
   const auto environment = env::Environment::from_process();
   auto topology = env::detect(environment);  // before MPI_Init

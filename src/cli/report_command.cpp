@@ -15,6 +15,7 @@
 
 #include "cohort/error.hpp"
 #include "cohort/io/files.hpp"
+#include "cohort/io/output.hpp"
 #include "cohort/monitor/report.hpp"
 #include "cohort/train/config.hpp"
 #include "cohort/train/monitoring.hpp"
@@ -71,6 +72,13 @@ int run_report(const std::vector<std::string>& args, int*, char***) {
   }
   COHORT_CHECK(!dir.empty(), UsageError, "report: which run directory?\n", desc);
   if (output.empty()) output = dir + "/report.html";
+  {
+    io::OutputPlan plan;  // what the report reads: never written over
+    plan.read(dir + "/metrics.jsonl", "RUN_DIR's metrics")
+        .read(dir + "/config.resolved.ini", "RUN_DIR's config");
+    for (const auto& file : eval_files) plan.read(file, "--eval");
+    plan.write(output, "--output").check();
+  }
   const auto history = monitor::load_run(dir);
   const auto thresholds = run_thresholds(dir);
   std::vector<monitor::EvalRecord> evaluations;

@@ -7,12 +7,13 @@
 #include <boost/program_options.hpp>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 
 #include "cohort/env/environment.hpp"
 #include "cohort/error.hpp"
+#include "cohort/io/files.hpp"
 #include "cohort/io/input.hpp"
+#include "cohort/io/output.hpp"
 #include "cohort/slurm/submit.hpp"
 #include "cohort/train/config.hpp"
 #include "command.hpp"
@@ -97,7 +98,12 @@ int run_submit(const std::vector<std::string>& args, int*, char***) {
   const std::string dir = config.train.run_dir;
   std::filesystem::create_directories(dir);
   const std::string path = dir + "/" + o.job_name + ".sbatch";
-  std::ofstream(path) << script;
+  io::OutputPlan()
+      .read(o.config, "--config")
+      .read(template_path, "--template")
+      .write(path, "the job script")
+      .check();
+  io::write_file_atomically(path, script);
   const std::string job = slurm::sbatch(path);
   std::printf("submitted job %s (script %s)\n", job.c_str(), path.c_str());
   return 0;

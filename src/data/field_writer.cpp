@@ -26,13 +26,14 @@ std::string location(const FieldSpec& field) {
 
 FieldWriter::FieldWriter(std::string path, WriterSpec spec, std::vector<FieldSpec> fields)
     : path_(std::move(path)),
-      temp_path_(path_ + ".tmp-" + std::to_string(::getpid())),
+      temp_(path_),
       spec_(std::move(spec)),
       fields_(std::move(fields)),
       handles_(std::make_unique<Handles>()) {
   spec_.kind = DatasetKind::kFields;
   try {
-    handles_->file = h5::create_file(temp_path_);
+    handles_->file = h5::create_new_file(temp_.path());
+    temp_.adopt();
     const hid_t file = handles_->file.get();
     h5::create_group(file, "/inputs", path_);
     h5::create_group(file, "/targets", path_);
@@ -48,17 +49,12 @@ FieldWriter::FieldWriter(std::string path, WriterSpec spec, std::vector<FieldSpe
     }
   } catch (...) {  // rethrown: no destructor runs for a half-built writer, so clean up here
     handles_.reset();
-    std::remove(temp_path_.c_str());
+    temp_.discard();
     throw;
   }
 }
 
-FieldWriter::~FieldWriter() {
-  if (handles_) {
-    handles_.reset();  // close before unlinking
-    std::remove(temp_path_.c_str());
-  }
-}
+FieldWriter::~FieldWriter() = default;  // handles_ closes the file, then temp_ removes it
 
 void FieldWriter::write_rows(std::size_t field, std::int64_t first, std::int64_t count,
                              const void* data) {
@@ -110,7 +106,7 @@ DatasetInfo FieldWriter::commit() {
   }
   write_file_attributes(file, spec_, 2, path_);
   handles_.reset();  // flushes and closes the file
-  return check_and_rename(temp_path_, path_);
+  return check_and_rename(temp_);
 }
 
 }  // namespace cohort::data

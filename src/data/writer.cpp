@@ -37,14 +37,14 @@ std::string utc_now() {
 
 DatasetWriter::DatasetWriter(std::string path, WriterSpec spec)
     : path_(std::move(path)),
-      temp_path_(path_ + ".tmp-" + std::to_string(::getpid())),
+      temp_(path_),
       spec_(std::move(spec)),
       handles_(std::make_unique<Handles>()) {
   try {
     create_datasets();
   } catch (...) {  // rethrown: no destructor runs for a half-built writer, so clean up here
     handles_.reset();
-    std::remove(temp_path_.c_str());
+    temp_.discard();
     throw;
   }
 }
@@ -52,7 +52,8 @@ DatasetWriter::DatasetWriter(std::string path, WriterSpec spec)
 void DatasetWriter::create_datasets() {
   COHORT_CHECK(spec_.kind != DatasetKind::kTokens || spec_.seq_len >= 1, UsageError, path_,
                ": a token dataset needs seq_len >= 1");
-  handles_->file = h5::create_file(temp_path_);
+  handles_->file = h5::create_new_file(temp_.path());
+  temp_.adopt();
   if (spec_.kind == DatasetKind::kTokens) {
     handles_->inputs = h5::create_dataset(handles_->file.get(), "/tokens", spec_.token_dtype,
                                           spec_.num_tokens, {}, spec_.chunk_bytes, path_);
@@ -66,12 +67,7 @@ void DatasetWriter::create_datasets() {
   }
 }
 
-DatasetWriter::~DatasetWriter() {
-  if (handles_) {
-    handles_.reset();  // close before unlinking
-    std::remove(temp_path_.c_str());
-  }
-}
+DatasetWriter::~DatasetWriter() = default;  // handles_ closes the file, then temp_ removes it
 
 void DatasetWriter::write_samples(std::int64_t first, std::int64_t count, const void* inputs,
                                   const void* targets) {
@@ -111,7 +107,9 @@ void write_file_attributes(hid_t file, const WriterSpec& spec, int version,
   h5::write_attribute(file, "created", utc_now(), path);
 }
 
-DatasetInfo check_and_rename(const std::string& temp_path, const std::string& path) {
+DatasetInfo check_and_rename(io::TemporaryFile& temp) {
+  const std::string& temp_path = temp.path();
+  const std::string& path = temp.final_path();
   // Validated as every reader will see it before it takes the final name: an invalid file never
   // replaces a good one (the temporary is removed either way).
   std::string problem;
@@ -122,10 +120,10 @@ DatasetInfo check_and_rename(const std::string& temp_path, const std::string& pa
     problem = e.what();
   }
   if (!problem.empty()) {
-    std::remove(temp_path.c_str());
+    temp.discard();
     COHORT_THROW(IoError, path, ": not written: ", problem);
   }
-  io::commit_file(temp_path, path);             // durable; removes the temporary if it fails
+  temp.commit();                                // durable; removes the temporary if it fails
   info.path = info.shards.front().path = path;  // described under its temporary name
   return info;
 }
@@ -135,7 +133,7 @@ DatasetInfo DatasetWriter::commit() {
   // Version 1: these layouts are readable by every Cohort (field datasets are version 2).
   write_file_attributes(handles_->file.get(), spec_, 1, path_);
   handles_.reset();  // flushes and closes the file
-  return check_and_rename(temp_path_, path_);
+  return check_and_rename(temp_);
 }
 
 WriterSpec spec_like(const DatasetInfo& info, std::int64_t num_samples) {

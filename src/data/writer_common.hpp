@@ -14,6 +14,6 @@ void write_file_attributes(hid_t file, const WriterSpec& spec, int version,
                            const std::string& path);
 // Describes the closed temporary file as every reader will; removes it and throws IoError when
 // it is invalid, else renames it durably to `path` and returns its description.
-DatasetInfo check_and_rename(const std::string& temp_path, const std::string& path);
+DatasetInfo check_and_rename(io::TemporaryFile& temp);
 
 }  // namespace cohort::data

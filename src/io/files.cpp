@@ -11,6 +11,7 @@
 
 #include "cohort/error.hpp"
 #include "cohort/io/input.hpp"
+#include "cohort/io/output.hpp"
 #include "cohort/io/unique_fd.hpp"
 
 namespace cohort::io {
@@ -110,14 +111,9 @@ void commit_file(const std::string& temporary, const std::string& path, Durabili
 }
 
 void write_file_atomically(const std::string& path, std::string_view text, Durability durability) {
-  const std::string temporary = path + ".tmp-" + std::to_string(::getpid());
-  try {
-    write_all(temporary, text, /*sync=*/false);  // commit_file fsyncs it when durable
-  } catch (const IoError&) {
-    std::remove(temporary.c_str());
-    throw;
-  }
-  commit_file(temporary, path, durability);
+  TemporaryFile temporary(path);  // created exclusively; removed unless committed
+  temporary.write(text);          // commit fsyncs it when durable
+  temporary.commit(durability);
 }
 
 std::int64_t file_bytes(const std::string& path) {

@@ -16,8 +16,22 @@
 namespace cohort::monitor {
 
 JsonlSink::JsonlSink(const std::string& path, bool append)
-    : out_(path, append ? std::ios::app : std::ios::trunc), path_(path) {
-  COHORT_CHECK(out_.is_open(), IoError, path, ": cannot open for writing");
+    : file_(path, append ? io::RunFile::Mode::kAppend : io::RunFile::Mode::kReplace) {}
+
+JsonlSink::~JsonlSink() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  try {
+    write_pending();
+  } catch (const Error& e) {  // a destructor does not throw: the loss is reported
+    std::fprintf(stderr, "cohort: warning: %s\n", e.what());
+  }
+}
+
+void JsonlSink::write_pending() {
+  if (pending_.empty()) return;
+  std::string text;
+  text.swap(pending_);  // dropped even when the write fails: never written twice
+  file_.write(text);
 }
 
 namespace {
@@ -44,7 +58,9 @@ void JsonlSink::write(nlohmann::json record) {
   if (!record.contains("t")) record["t"] = unix_time_ms();
   const std::string line = record.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   std::lock_guard<std::mutex> lock(mutex_);
-  out_ << line << '\n' << std::flush;
+  pending_ += line;
+  pending_ += '\n';
+  write_pending();
   flushed_ = std::chrono::steady_clock::now();
 }
 
@@ -60,10 +76,10 @@ void JsonlSink::write_step(const std::vector<std::pair<const char*, double>>& fi
   line_ += ",\"t\":";
   append_number(line_, unix_time_ms());
   line_ += "}\n";
-  out_ << line_;
+  pending_ += line_;
   const auto now = std::chrono::steady_clock::now();
   if (now - flushed_ >= std::chrono::seconds(1)) {
-    out_.flush();
+    write_pending();
     flushed_ = now;
   }
 }

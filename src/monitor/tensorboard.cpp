@@ -128,13 +128,20 @@ TensorBoardWriter::TensorBoardWriter(const std::string& dir, std::int64_t resume
   }
   path_ = dir + "/events.out.tfevents." + std::to_string(static_cast<std::int64_t>(wall_time())) +
           "." + host_name() + "." + std::to_string(::getpid()) + kSuffix;
-  out_.open(path_, std::ios::binary | std::ios::trunc);
-  COHORT_CHECK(out_.good(), IoError, path_, ": cannot create");
+  file_.emplace(path_, io::RunFile::Mode::kNew);
   tensorboard::Event event;
   event.set_wall_time(wall_time());
   event.set_file_version("brain.Event:2");
   write_record(event.SerializeAsString());
   flush();
+}
+
+TensorBoardWriter::~TensorBoardWriter() {
+  try {
+    if (file_) flush();
+  } catch (const Error& e) {  // a destructor does not throw: the loss is reported
+    std::fprintf(stderr, "cohort: warning: %s\n", e.what());
+  }
 }
 
 void TensorBoardWriter::scalars(std::int64_t step,
@@ -158,13 +165,13 @@ void TensorBoardWriter::write_record(const std::string& data) {
   put_le(record, masked_crc32c(record.data(), 8), 4);
   record += data;
   put_le(record, masked_crc32c(data.data(), data.size()), 4);
-  out_.write(record.data(), static_cast<std::streamsize>(record.size()));
-  COHORT_CHECK(out_.good(), IoError, path_, ": cannot write");
+  pending_ += record;
 }
 
 void TensorBoardWriter::flush() {
-  out_.flush();
-  COHORT_CHECK(out_.good(), IoError, path_, ": cannot write");
+  std::string text;
+  text.swap(pending_);  // dropped even when the write fails: a record is never written twice
+  file_->write(text);
 }
 
 }  // namespace cohort::monitor

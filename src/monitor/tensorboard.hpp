@@ -12,16 +12,21 @@
 #pragma once
 
 #include <cstdint>
-#include <fstream>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "cohort/io/output.hpp"
 
 namespace cohort::monitor {
 
 class TensorBoardWriter {
  public:
   TensorBoardWriter(const std::string& dir, std::int64_t resume_step);
+  ~TensorBoardWriter();  // writes the records flush() has not
+  TensorBoardWriter(const TensorBoardWriter&) = delete;
+  TensorBoardWriter& operator=(const TensorBoardWriter&) = delete;
   void scalars(std::int64_t step, const std::vector<std::pair<std::string, double>>& values);
   void flush();
   const std::string& path() const { return path_; }
@@ -29,7 +34,8 @@ class TensorBoardWriter {
  private:
   void write_record(const std::string& data);
   std::string path_;
-  std::ofstream out_;
+  std::optional<io::RunFile> file_;  // created new (kNew): never an existing file or a link
+  std::string pending_;              // records until flush()
 };
 
 // CRC-32C (Castagnoli) of `size` bytes, and TensorBoard's mask of it.

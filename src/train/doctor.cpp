@@ -16,6 +16,7 @@
 #include "cohort/env/topology.hpp"
 #include "cohort/error.hpp"
 #include "cohort/io/files.hpp"
+#include "cohort/io/output.hpp"
 #include "cohort/io/unique_fd.hpp"
 #include "cohort/slurm/version.hpp"
 #include "cohort/train/config_paths.hpp"
@@ -111,9 +112,10 @@ CheckResult check_run_dir(const TrainConfig& config, double checkpoint_bytes,
   const std::string& dir = config.train.run_dir;
   try {
     io::make_directories(dir);
-    const std::string probe = dir + "/.doctor-" + node + "-" + std::to_string(::getpid());
-    io::write_file_synced(probe, "cohort doctor\n");
-    COHORT_CHECK(::unlink(probe.c_str()) == 0, IoError, probe, ": cannot remove");
+    // A probe this process creates exclusively and removes: a file already at the name is left.
+    io::TemporaryFile probe(dir + "/.doctor-" + node);
+    probe.write("cohort doctor\n");
+    probe.discard();
   } catch (const Error& e) {
     return fail("run_dir", dir + " not writable: " + e.what());
   }

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 #include <thread>
 
 #include "cohort/comm/factory.hpp"
@@ -16,6 +17,7 @@
 #include "cohort/error.hpp"
 #include "cohort/io/dtype.hpp"
 #include "cohort/io/files.hpp"
+#include "cohort/io/output.hpp"
 #include "cohort/io/unique_fd.hpp"
 #include "io/h5/file.hpp"
 #include "io/h5/h5_check.hpp"
@@ -28,16 +30,19 @@ namespace {
 namespace fs = std::filesystem;
 namespace h5 = io::h5;
 
-// Where each rank writes in "<out>.partial": the byte offsets of /outputs and /argmax (-1: none).
+// Where each rank writes in the temporary "<out>.tmp-<pid of rank 0>": the byte offsets of /outputs
+// and /argmax (-1: none).
 struct OutputLayout {
   std::int64_t outputs = -1, argmax = -1;
   std::int64_t output_row_bytes = 0, argmax_row_bytes = 0;
 };
 
 // Rank 0: the file with every dataset allocated (not written), and its attributes.
-OutputLayout create_output(const std::string& partial, const PredictSummary& s,
+OutputLayout create_output(io::TemporaryFile& temporary, const PredictSummary& s,
                            const std::vector<std::int64_t>& argmax_shape, const std::string& data) {
-  h5::Hid file = h5::create_file(partial);
+  const std::string& partial = temporary.path();
+  h5::Hid file = h5::create_new_file(partial);
+  temporary.adopt();
   OutputLayout layout;
   if (s.task != "language_model") {
     h5::Hid outputs = h5::create_preallocated_dataset(file.get(), "outputs", io::DType::kFloat32,
@@ -73,7 +78,7 @@ void write_at(int fd, const at::Tensor& rows, std::int64_t offset, const std::st
 // This rank's rows [first, last), batch by batch, at their places in the file; then fsync.
 void write_share(Inference& runner, const PredictOptions& o, const OutputLayout& layout,
                  const std::string& partial, std::int64_t first, std::int64_t last, bool argmax) {
-  UniqueFd fd(::open(partial.c_str(), O_WRONLY | O_CLOEXEC));
+  UniqueFd fd(::open(partial.c_str(), O_WRONLY | O_NOFOLLOW | O_CLOEXEC));
   COHORT_CHECK(fd.get() >= 0, IoError, partial, ": cannot open: ", std::strerror(errno));
   torch::NoGradGuard no_grad;
   for (std::int64_t begin = first; begin < last; begin += o.batch_size) {
@@ -91,23 +96,27 @@ void write_share(Inference& runner, const PredictOptions& o, const OutputLayout&
   COHORT_CHECK(::fsync(fd.get()) == 0, IoError, partial, ": fsync: ", std::strerror(errno));
 }
 
-// Collective: rank 0 creates "<out>.partial" and broadcasts where its datasets lie; every rank
-// writes its contiguous share of the samples; once all have synced, rank 0 renames it to `out`.
+// Collective: rank 0 creates the temporary "<out>.tmp-<pid>" (exclusively: io::TemporaryFile) and
+// broadcasts its pid and where its datasets lie; every rank writes its contiguous share of the
+// samples; once all have synced, rank 0 renames it to `out`.
 void write_predictions(Inference& runner, const PredictOptions& o, const PredictSummary& s,
                        const std::vector<std::int64_t>& argmax_shape,
                        const comm::MpiSession& session) {
   auto comm = comm::make_communicator(session, comm::Backend::kMpi, {});
-  const std::string partial = o.out + ".partial";
+  std::optional<io::TemporaryFile> temporary;
   OutputLayout layout;
-  at::Tensor offsets = at::full({2}, -1, at::kLong);
+  at::Tensor offsets = at::full({3}, -1, at::kLong);
   if (session.rank() == 0) {
-    layout = create_output(partial, s, argmax_shape, o.data);
+    temporary.emplace(o.out);
+    layout = create_output(*temporary, s, argmax_shape, o.data);
     offsets[0] = layout.outputs;
     offsets[1] = layout.argmax;
+    offsets[2] = static_cast<std::int64_t>(::getpid());
   }
   comm->broadcast_async(offsets, 0)->wait();
   layout.outputs = offsets[0].item<std::int64_t>();
   layout.argmax = offsets[1].item<std::int64_t>();
+  const std::string partial = o.out + ".tmp-" + std::to_string(offsets[2].item<std::int64_t>());
   layout.output_row_bytes =
       io::shape_numel(s.output_shape) * static_cast<std::int64_t>(sizeof(float));
   layout.argmax_row_bytes =
@@ -116,7 +125,7 @@ void write_predictions(Inference& runner, const PredictOptions& o, const Predict
   write_share(runner, o, layout, partial, n * rank / world, n * (rank + 1) / world, s.argmax);
   at::Tensor synced = at::ones({1}, at::kLong);
   comm->all_reduce(synced);  // every rank's rows are on disk
-  if (session.rank() == 0) io::commit_file(partial, o.out);
+  if (temporary) temporary->commit();
 }
 
 }  // namespace
@@ -124,10 +133,13 @@ void write_predictions(Inference& runner, const PredictOptions& o, const Predict
 PredictSummary predict(const PredictOptions& o, const comm::MpiSession& session) {
   const auto start = std::chrono::steady_clock::now();
   COHORT_CHECK(o.batch_size >= 1, UsageError, "predict: --batch-size must be >= 1");
-  const fs::path parent = fs::absolute(o.out).parent_path();
-  std::error_code error;
-  COHORT_CHECK(fs::is_directory(parent, error) && ::access(parent.c_str(), W_OK) == 0, UsageError,
-               o.out, ": its directory does not exist or is not writable");
+  io::OutputPlan()
+      .read(o.data, "--data")
+      .read(o.model.checkpoint, "--checkpoint")
+      .read(o.model.config, "--config")
+      .read(o.model.model_file, "--model")
+      .write(o.out, "--out")
+      .check();
   Inference inference(o.model, o.data);
   const Task& task = inference.task();
   PredictSummary s;

@@ -14,6 +14,7 @@ a config of another hash (exit 2), both --checkpoint and --model (exit 2).
 
 Usage: predict.py COHORT WORKDIR   (MPIEXEC, MPIEXEC_FLAGS from the environment)
 """
+import glob
 import json
 import os
 import shutil
@@ -103,8 +104,8 @@ for ranks, batch in ((1, 64), (2, 50), (3, 7)):
     if summary["samples"] != 301 or summary["ranks"] != ranks or summary["output_shape"] != [10]:
         fail(f"summary {summary}")
     check(f"ckpt-{ranks}.h5", f"predict --checkpoint, {ranks} rank(s), batch {batch}")
-    if os.path.exists(f"ckpt-{ranks}.h5.partial"):
-        fail("a finished predict left its .partial file")
+    if glob.glob(f"ckpt-{ranks}.h5.tmp-*"):
+        fail("a finished predict left its temporary file")
 run([cohort, "predict", "--model", "trained.pt", "--task", "classification", "--data", "val.h5",
      "--out", "module.h5"], ranks=2)
 check("module.h5", "predict --model trained.pt, 2 ranks")
@@ -141,20 +142,20 @@ for existing in (True, False):
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             start_new_session=True)
     deadline = time.time() + 60
-    while not os.path.exists(out + ".partial") and time.time() < deadline:
+    while not glob.glob(out + ".tmp-*") and time.time() < deadline:
         time.sleep(0.05)
     time.sleep(1.0)  # some rows written
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
     subprocess.run(["pkill", "-9", "-f", "--", f"--out {out} --batch-size 5"], check=False)
     time.sleep(0.5)
-    if not os.path.exists(out + ".partial"):
+    if not glob.glob(out + ".tmp-*"):
         fail("the killed predict had not begun writing")
     after = open(out, "rb").read() if os.path.exists(out) else None
     if after != before:
         fail(f"killed predict (an older file: {existing}) changed {out}")
     print(f"killed mid-run ({'over an older file' if existing else 'no older file'}): "
-          f"{out} {'unchanged' if existing else 'absent'}, the .partial left beside it")
+          f"{out} {'unchanged' if existing else 'absent'}, the temporary left beside it")
 
 BAD = [
     (["--checkpoint", "cnn/checkpoints", "--data", "other.h5"], 2,

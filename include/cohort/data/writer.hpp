@@ -2,9 +2,10 @@
 //
 // Protocol: construct with the path and a spec (shapes, dtypes, counts known up front), write
 // rows in any order and block size with write_samples / write_tokens, then commit(). Until
-// commit() the data lives in "<path>.tmp-<pid>"; commit() writes the attributes, closes the file
-// and renames it over <path>. A writer destroyed without commit() (an exception, a bad input
-// half-way) removes its temporary file, so an existing <path> is never left half-written.
+// commit() the data lives in "<path>.tmp-<pid>" (an io::TemporaryFile, created exclusively: a file
+// or link already at that name is refused and left alone); commit() writes the attributes, closes
+// the file and renames it over <path>. A writer destroyed without commit() (an exception, a bad
+// input half-way) removes its temporary file, so an existing <path> is never left half-written.
 #pragma once
 
 #include <cstdint>
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "cohort/data/dataset.hpp"
+#include "cohort/io/output.hpp"
 
 namespace cohort::data {
 
@@ -59,7 +61,7 @@ class DatasetWriter {
   void create_datasets();
 
   std::string path_;
-  std::string temp_path_;
+  io::TemporaryFile temp_;  // declared before handles_: the file closes before its removal
   WriterSpec spec_;
   std::unique_ptr<Handles> handles_;
 };
@@ -96,7 +98,8 @@ class FieldWriter {
 
  private:
   struct Handles;
-  std::string path_, temp_path_;
+  std::string path_;
+  io::TemporaryFile temp_;  // declared before handles_: the file closes before its removal
   WriterSpec spec_;
   std::vector<FieldSpec> fields_;
   std::unique_ptr<Handles> handles_;

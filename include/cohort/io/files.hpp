@@ -19,8 +19,9 @@ enum class Durability {
   kAtomic,   // rename only: readers see the old or the new file whole (files rewritten often)
 };
 
-// Replaces `path` with `text`: writes "<path>.tmp-<pid>", renames it over `path`. On any failure
-// the temporary is removed and the old file is left as it was.
+// Replaces `path` with `text`: writes "<path>.tmp-<pid>" (an io::TemporaryFile: created
+// exclusively, never through a link), renames it over `path`. On any failure the temporary is
+// removed and the old file is left as it was.
 void write_file_atomically(const std::string& path, std::string_view text,
                            Durability durability = Durability::kDurable);
 // Moves a finished temporary file (closed by its writer) to `path` with the same guarantees;

@@ -16,7 +16,6 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
-#include <fstream>
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -24,6 +23,7 @@
 #include <utility>
 #include <vector>
 
+#include "cohort/io/output.hpp"
 #include "cohort/monitor/step_metrics.hpp"
 #include "cohort/monitor/summary.hpp"
 
@@ -33,17 +33,23 @@ constexpr int kMetricsSchemaVersion = 1;
 
 class JsonlSink {
  public:
-  // Opens `path` for appending (`append`) or anew. Throws IoError when it cannot.
+  // Opens `path` (an io::RunFile: never through a link) for appending (`append`) or anew. Throws
+  // IoError when it cannot.
   JsonlSink(const std::string& path, bool append);
+  ~JsonlSink();  // writes what write_step() still holds
+  JsonlSink(const JsonlSink&) = delete;
+  JsonlSink& operator=(const JsonlSink&) = delete;
   void write(nlohmann::json record);  // adds "t" when absent; one line, flushed
   // A step record, formatted without nlohmann (a step record per millisecond-step must cost
   // microseconds): `fields` are (key, value) pairs; non-finite values are written as null.
   void write_step(const std::vector<std::pair<const char*, double>>& fields);
 
  private:
+  void write_pending();  // under mutex_
+
   std::mutex mutex_;
-  std::ofstream out_;
-  std::string path_;
+  io::RunFile file_;
+  std::string pending_;  // step records not yet written (at most a second's)
   std::string line_;
   std::chrono::steady_clock::time_point flushed_{};
 };

@@ -15,6 +15,7 @@
 #include "cohort/data/writer.hpp"
 #include "cohort/error.hpp"
 #include "cohort/io/files.hpp"
+#include "cohort/io/output.hpp"
 #include "cohort/io/unique_fd.hpp"
 #include "data/tools/image_codec.hpp"
 
@@ -205,6 +206,12 @@ std::string image_shard_path(const std::string& out, int rank, int world) {
 
 ImageImportResult import_images(const std::string& out, const ImageImportOptions& o) {
   check_options(o);
+  // On N ranks each output is a directory of N parts (image_shard_path).
+  const auto kind = o.world > 1 ? io::OutputPlan::Kind::kDirectory : io::OutputPlan::Kind::kFile;
+  io::OutputPlan plan;
+  plan.read(o.dir, "--dir").write(out, "--out", kind);
+  if (o.val_fraction > 0) plan.write(o.val_out, "--val-out", kind);
+  plan.check();
   // Every image allocates and frees buffers of its size: kept warm instead of faulted in anew.
   comm::tune_allocator();
   const auto start = std::chrono::steady_clock::now();

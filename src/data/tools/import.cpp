@@ -266,6 +266,7 @@ DatasetInfo import_text(const std::string& out, const ImportOptions& o) {
 }  // namespace
 
 DatasetInfo import_dataset(const std::string& out, const ImportOptions& options) {
+  parse::check_import_outputs(out, options);
   const auto& f = options.format;
   if (f == "fashion-mnist") return import_fashion_mnist(out, options);
   if (f == "digits") {

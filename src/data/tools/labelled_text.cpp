@@ -45,6 +45,7 @@ std::vector<Example> parse_lines(const std::string& path, const std::string& tex
 
 DatasetInfo import_labelled_text(const std::string& out, const ImportOptions& o) {
   COHORT_CHECK(!o.inputs.empty(), UsageError, "import labelled-text: give one or more files");
+  parse::check_import_outputs(out, o);
   std::unique_ptr<Tokenizer> tokenizer;
   if (!o.tokenizer.empty()) tokenizer = std::make_unique<Tokenizer>(o.tokenizer);
   const auto encode = [&](const std::string& text) {

@@ -16,6 +16,7 @@
 #include "cohort/error.hpp"
 #include "cohort/io/checksum.hpp"
 #include "cohort/io/input.hpp"
+#include "cohort/io/output.hpp"
 #include "common/checked_math.hpp"
 
 namespace cohort::data::parse {
@@ -71,6 +72,12 @@ std::vector<std::int64_t> npy_shape(const std::string& value, const std::string&
 }
 
 }  // namespace
+
+void check_import_outputs(const std::string& out, const ImportOptions& options) {
+  io::OutputPlan plan;
+  for (const auto& input : options.inputs) plan.read(input, "--input");
+  plan.read(options.tokenizer, "--tokenizer").write(out, "--out").check();
+}
 
 std::string read_maybe_gz(const std::string& path, std::uint64_t max_ratio) {
   const auto source = io::InputFile::open(path, std::numeric_limits<std::int64_t>::max());

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "cohort/data/dataset.hpp"
+#include "cohort/data/tools.hpp"
 #include "cohort/data/writer.hpp"
 
 namespace cohort::data::parse {
@@ -20,6 +21,10 @@ inline std::uint64_t inflate_limit(std::uint64_t file_bytes, std::uint64_t ratio
       ratio > 0 && file_bytes > UINT64_MAX / ratio ? UINT64_MAX : file_bytes * ratio;
   return scaled > kMinInflateLimit ? scaled : kMinInflateLimit;
 }
+
+// Every import's outputs checked against its sources before anything is written
+// (io::OutputPlan): `out` is not an --input, the --tokenizer or a file in an input directory.
+void check_import_outputs(const std::string& out, const ImportOptions& options);
 
 // The whole file, gunzipped when it is gzip (zlib reads plain files unchanged); IoError when it
 // is not a regular file or inflates beyond inflate_limit(its size, max_ratio).

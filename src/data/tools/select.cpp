@@ -12,6 +12,7 @@
 #include "cohort/data/tools.hpp"
 #include "cohort/data/writer.hpp"
 #include "cohort/error.hpp"
+#include "cohort/io/output.hpp"
 
 namespace cohort::data {
 namespace {
@@ -87,6 +88,7 @@ void copy_relabelled(BatchReader& reader, const std::vector<std::int64_t>& kept,
 
 SelectResult select_classes(const std::string& in, const std::string& out,
                             const std::vector<std::int64_t>& classes, std::int64_t per_class) {
+  io::OutputPlan().read(in, "PATH").write(out, "--out").check();
   ReaderOptions options;
   options.raw = true;
   options.pin_memory = false;
@@ -97,9 +99,6 @@ SelectResult select_classes(const std::string& in, const std::string& out,
                UsageError, "select: ", in,
                ": not a classification dataset (one int64 label per sample, classes recorded)");
   COHORT_CHECK(!classes.empty(), UsageError, "select: --classes lists none");
-  std::error_code error;  // the output would be truncated while it is read
-  COHORT_CHECK(in != out && !std::filesystem::equivalent(in, out, error), UsageError,
-               "select: the output ", out, " is the input");
   COHORT_CHECK(per_class >= 0, UsageError, "select: --per-class ", per_class, " is negative");
   LabelMap label_of;
   for (const auto c : classes) {

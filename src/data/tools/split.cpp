@@ -11,6 +11,7 @@
 #include "cohort/data/tools.hpp"
 #include "cohort/data/writer.hpp"
 #include "cohort/error.hpp"
+#include "cohort/io/output.hpp"
 #include "io/h5/file.hpp"
 
 namespace cohort::data {
@@ -108,16 +109,8 @@ SplitResult split_dataset(const std::string& in, const std::string& train_out,
   COHORT_CHECK(val_fraction > 0 && val_fraction < 1, UsageError,
                "split: --val-fraction must be in (0, 1), not ", val_fraction);
   // Three distinct files: --train X --val X wrote the validation part over the training part,
-  // and an output equal to the input would be truncated while it is read.
-  const auto same = [](const std::string& a, const std::string& b) {
-    std::error_code error;
-    return a == b || std::filesystem::equivalent(a, b, error) ||
-           std::filesystem::weakly_canonical(std::filesystem::absolute(a, error), error) ==
-               std::filesystem::weakly_canonical(std::filesystem::absolute(b, error), error);
-  };
-  COHORT_CHECK(!same(train_out, val_out) && !same(in, train_out) && !same(in, val_out), UsageError,
-               "split: --train (", train_out, "), --val (", val_out, ") and the input (", in,
-               ") must be three different files");
+  // and an output equal to the input would be replaced by a part of itself.
+  io::OutputPlan().read(in, "PATH").write(train_out, "--train").write(val_out, "--val").check();
   ReaderOptions options;
   options.raw = true;
   options.pin_memory = false;

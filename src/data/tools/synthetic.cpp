@@ -11,6 +11,7 @@
 #include "cohort/error.hpp"
 #include "cohort/io/checksum.hpp"
 #include "cohort/io/files.hpp"
+#include "cohort/io/output.hpp"
 
 namespace cohort::data {
 namespace {
@@ -165,6 +166,10 @@ void make_tokens(const std::string& out, const SyntheticOptions& o) {
 
 void make_synthetic(const std::string& out, const SyntheticOptions& options) {
   COHORT_CHECK(options.samples >= 1, UsageError, "make-synthetic: --samples must be >= 1");
+  io::OutputPlan()
+      .write(out, "--out",
+             options.shards > 1 ? io::OutputPlan::Kind::kDirectory : io::OutputPlan::Kind::kFile)
+      .check();
   if (options.kind == "classification") return make_classification(out, options);
   if (options.kind == "images") return make_images(out, options);
   if (options.kind == "tokens") return make_tokens(out, options);

@@ -4,6 +4,9 @@
 #include <sentencepiece_trainer.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
 
 #include "cohort/data/tokenizer.hpp"
@@ -11,6 +14,7 @@
 #include "cohort/error.hpp"
 #include "cohort/io/checksum.hpp"
 #include "cohort/io/files.hpp"
+#include "cohort/io/output.hpp"
 #include "data/tools/parsers.hpp"
 
 namespace cohort::data {
@@ -67,13 +71,28 @@ void train_tokenizer(const std::string& out, const TokenizerOptions& o) {
                o.type, "' is not bpe or unigram");
   COHORT_CHECK(out.size() > 6 && out.compare(out.size() - 6, 6, ".model") == 0, UsageError,
                "tokenizer train: the output '", out, "' must end in .model");
+  const std::string vocab_out = out.substr(0, out.size() - 6) + ".vocab";
+  io::OutputPlan plan;
   std::string inputs;
   for (const auto& input : o.inputs) {
     io::file_bytes(input);  // exists and is a file: the IoError names it
     inputs += (inputs.empty() ? "" : ",") + input;
+    plan.read(input, "CORPUS");
   }
-  // Written under a temporary prefix, then renamed: no half-written model at `out`.
-  const std::string prefix = out.substr(0, out.size() - 6) + ".tmp-" + std::to_string(getpid());
+  plan.write(out, "--out").write(vocab_out, "--out's .vocab").check();
+  // SentencePiece writes by name, following links: it writes into a directory this process just
+  // made (mkdtemp, beside `out`), where nothing can be waiting; the files are renamed from there.
+  std::string directory = out.substr(0, out.size() - 6) + ".tmp-XXXXXX";
+  COHORT_CHECK(::mkdtemp(directory.data()) != nullptr, IoError, directory,
+               ": cannot create a temporary directory: ", std::strerror(errno));
+  const std::string prefix = directory + "/model";
+  struct RemoveDirectory {
+    std::string path;
+    ~RemoveDirectory() {
+      std::error_code ignored;  // ours, made by mkdtemp; whatever is left in it is SentencePiece's
+      std::filesystem::remove_all(path, ignored);
+    }
+  } remove_directory{directory};
   const auto status = sentencepiece::SentencePieceTrainer::Train({
       {"input", inputs},
       {"model_prefix", prefix},
@@ -85,18 +104,15 @@ void train_tokenizer(const std::string& out, const TokenizerOptions& o) {
       {"num_threads", std::to_string(o.threads)},
       {"minloglevel", "1"},
   });
-  if (!status.ok()) {
-    std::error_code ignored;
-    std::filesystem::remove(prefix + ".model", ignored);
-    std::filesystem::remove(prefix + ".vocab", ignored);
-    COHORT_THROW(IoError, inputs, ": training the tokenizer failed (", status.ToString(), ")");
-  }
-  io::rename_path(prefix + ".vocab", out.substr(0, out.size() - 6) + ".vocab");
-  io::rename_path(prefix + ".model", out);
+  COHORT_CHECK(status.ok(), IoError, inputs, ": training the tokenizer failed (", status.ToString(),
+               ")");
+  io::commit_file(prefix + ".vocab", vocab_out);
+  io::commit_file(prefix + ".model", out);
 }
 
 DatasetInfo import_text_tokens(const std::string& out, const ImportOptions& o) {
   COHORT_CHECK(!o.inputs.empty(), UsageError, "import text: give one or more text files");
+  parse::check_import_outputs(out, o);
   const Tokenizer tokenizer(o.tokenizer);
   std::string text;
   for (const auto& path : o.inputs) text += parse::read_maybe_gz(path, o.max_inflate_ratio);

@@ -1,5 +1,7 @@
 #include "io/h5/file.hpp"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <limits>
 #include <optional>
@@ -24,6 +26,16 @@ Hid create_file(const std::string& path) {
   auto lock = h5_lock();
   return Hid(
       COHORT_H5_CHECK(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT), path));
+}
+
+Hid create_new_file(const std::string& path) {
+  struct stat st {};
+  COHORT_CHECK(::lstat(path.c_str(), &st) != 0, IoError, path,
+               ": cannot create: something is there already (left alone: remove it if it is a "
+               "leftover of an earlier run)");
+  auto lock = h5_lock();
+  return Hid(
+      COHORT_H5_CHECK(H5Fcreate(path.c_str(), H5F_ACC_EXCL, H5P_DEFAULT, H5P_DEFAULT), path));
 }
 
 namespace {

@@ -21,6 +21,9 @@ struct Run {
 
 Hid open_file(const std::string& path, hid_t fapl = H5P_DEFAULT);
 Hid create_file(const std::string& path);
+// Creates `path` only where nothing is (H5F_ACC_EXCL: O_CREAT | O_EXCL, which no link passes):
+// a writer's temporary (io::TemporaryFile). IoError when something is there, left alone.
+Hid create_new_file(const std::string& path);
 bool has_dataset(hid_t file, const std::string& name);
 Hid open_dataset(hid_t file, const std::string& name, const std::string& where);
 // Groups: whether `name` is a group (a hard link to one); the names of its members in name

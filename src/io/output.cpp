@@ -1,0 +1,216 @@
+#include "cohort/io/output.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+
+#include "cohort/error.hpp"
+
+namespace cohort::io {
+namespace {
+
+// What makes two paths one file: the same device and inode when the file is there (links
+// followed), else the same place once the directory's links are resolved.
+struct Identity {
+  bool exists = false;
+  dev_t device = 0;
+  ino_t inode = 0;
+  std::string place;
+};
+
+std::string directory_of(const std::string& path) {
+  const std::string parent = std::filesystem::path(path).parent_path().string();
+  return parent.empty() ? "." : parent;
+}
+
+Identity identity_of(const std::string& path) {
+  Identity id;
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0) {
+    id.exists = true;
+    id.device = st.st_dev;
+    id.inode = st.st_ino;
+  }
+  std::error_code error;
+  const auto directory = std::filesystem::canonical(directory_of(path), error);
+  id.place = error ? path : (directory / std::filesystem::path(path).filename()).string();
+  return id;
+}
+
+bool same_file(const Identity& a, const Identity& b) {
+  if (a.exists && b.exists) return a.device == b.device && a.inode == b.inode;
+  return a.place == b.place;
+}
+
+// The files of an input directory (a dataset's shards, a checkpoint), as inputs too: by device
+// and inode, so that a hard or symbolic link to one of them is one of them. At most kMaxWalked
+// entries are looked at (a run directory's checkpoints hold thousands, not millions).
+constexpr int kMaxWalked = 100000;
+
+void add_files_below(const std::string& directory, std::vector<Identity>& ids) {
+  std::error_code error;
+  std::filesystem::recursive_directory_iterator it(
+      directory, std::filesystem::directory_options::skip_permission_denied, error);
+  for (int walked = 0;
+       !error && it != std::filesystem::recursive_directory_iterator() && walked < kMaxWalked;
+       it.increment(error), ++walked) {
+    struct stat st {};
+    if (::stat(it->path().c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
+      ids.push_back({true, st.st_dev, st.st_ino, it->path().string()});
+    }
+  }
+}
+
+// Why the directory that will hold `path`'s temporary cannot, or "" when it can.
+std::string directory_problem(const std::string& path) {
+  const std::string directory = directory_of(path);
+  struct stat st {};
+  if (::stat(directory.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    const std::string what = describe_path(directory);
+    return "its directory " + directory +
+           (what == "no such file or directory" ? " does not exist"
+                                                : " is " + what + ", not a directory to write in");
+  }
+  if (::access(directory.c_str(), W_OK | X_OK) != 0) {
+    return "its directory " + directory + " cannot be written: " + std::strerror(errno);
+  }
+  return {};
+}
+
+}  // namespace
+
+OutputPlan& OutputPlan::read(const std::string& path, std::string label) {
+  inputs_.push_back({path, std::move(label), Kind::kFile});
+  return *this;
+}
+
+OutputPlan& OutputPlan::write(const std::string& path, std::string label, Kind kind) {
+  outputs_.push_back({path, std::move(label), kind});
+  return *this;
+}
+
+void OutputPlan::check_output(const Entry& out) const {
+  COHORT_CHECK(!out.path.empty(), UsageError, out.label, ": an empty path");
+  struct stat st {};
+  const bool there = ::lstat(out.path.c_str(), &st) == 0;
+  if (there && S_ISLNK(st.st_mode) && ::stat(out.path.c_str(), &st) != 0) {
+    COHORT_THROW(UsageError, out.path, ": ", out.label, ": ", describe_path(out.path),
+                 "; name the file to write, not a link to nothing");
+  }
+  if (out.kind == Kind::kFile) {
+    COHORT_CHECK(!there || S_ISREG(st.st_mode), UsageError, out.path, ": ", out.label, ": ",
+                 describe_path(out.path), ", not a file Cohort can replace");
+  } else {
+    COHORT_CHECK(!there || S_ISDIR(st.st_mode), UsageError, out.path, ": ", out.label, ": ",
+                 describe_path(out.path), ", not a directory to write in");
+  }
+  if (out.kind == Kind::kFile) {  // a new directory's parents are made as mkdir -p makes them
+    const std::string problem = directory_problem(out.path);
+    COHORT_CHECK(problem.empty(), UsageError, out.path, ": ", out.label, ": ", problem);
+  }
+}
+
+void OutputPlan::check() const {
+  std::vector<Identity> ids;
+  for (const auto& out : outputs_) {
+    check_output(out);
+    ids.push_back(identity_of(out.path));
+  }
+  for (const auto& in : inputs_) {
+    if (in.path.empty()) continue;
+    std::vector<Identity> inputs{identity_of(in.path)};
+    std::error_code error;
+    if (std::filesystem::is_directory(in.path, error)) add_files_below(in.path, inputs);
+    for (std::size_t i = 0; i < outputs_.size(); ++i) {
+      for (const auto& input : inputs) {
+        const bool below = &input != &inputs.front();
+        COHORT_CHECK(!same_file(ids[i], input), UsageError, outputs_[i].path, ": ",
+                     outputs_[i].label, " is the same file as ", in.label, " (",
+                     below ? input.place : in.path,
+                     "): a command never writes over what it reads; write the output elsewhere");
+      }
+    }
+  }
+  for (std::size_t i = 0; i < outputs_.size(); ++i) {
+    for (std::size_t j = 0; j < i; ++j) {
+      COHORT_CHECK(!same_file(ids[i], ids[j]), UsageError, outputs_[i].path, ": ",
+                   outputs_[i].label, " is the same file as ", outputs_[j].label, " (",
+                   outputs_[j].path, "): give each output its own name");
+    }
+  }
+}
+
+TemporaryFile::TemporaryFile(std::string final_path)
+    : final_path_(std::move(final_path)),
+      path_(final_path_ + ".tmp-" + std::to_string(::getpid())) {}
+
+TemporaryFile::~TemporaryFile() { discard(); }
+
+UniqueFd TemporaryFile::create() {
+  UniqueFd fd(::open(path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
+  COHORT_CHECK(fd.get() >= 0, IoError, path_, ": cannot create the temporary of ", final_path_,
+               ": ",
+               errno == EEXIST ? "something is there already (left alone: remove it if it is a "
+                                 "leftover of an earlier run)"
+                               : std::strerror(errno));
+  created_ = true;
+  return fd;
+}
+
+void TemporaryFile::write(std::string_view text) {
+  const UniqueFd fd = create();
+  for (std::size_t done = 0; done < text.size();) {
+    const ssize_t n = ::write(fd.get(), text.data() + done, text.size() - done);
+    COHORT_CHECK(n > 0 || errno == EINTR, IoError, path_, ": write failed: ", std::strerror(errno));
+    if (n > 0) done += static_cast<std::size_t>(n);
+  }
+}
+
+void TemporaryFile::commit(Durability durability) {
+  COHORT_CHECK(created_, IoError, path_, ": committed twice, or never created");
+  created_ = false;  // commit_file removes the temporary itself when it fails
+  commit_file(path_, final_path_, durability);
+}
+
+void TemporaryFile::discard() noexcept {
+  if (!created_) return;
+  created_ = false;
+  std::remove(path_.c_str());  // ours: created exclusively by this process
+}
+
+RunFile::RunFile(std::string path, Mode mode) : path_(std::move(path)) {
+  const int flags = O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC |
+                    (mode == Mode::kNew ? O_EXCL : 0);
+  fd_ = UniqueFd(::open(path_.c_str(), flags, 0644));
+  if (fd_.get() < 0) {
+    const int error = errno;
+    struct stat st {};
+    const bool link = ::lstat(path_.c_str(), &st) == 0 && S_ISLNK(st.st_mode);
+    COHORT_THROW(IoError, path_, ": cannot write: ",
+                 link ? "a symbolic link, which Cohort does not write through (left alone)"
+                 : error == EEXIST ? "something is there already (left alone)"
+                                   : std::strerror(error));
+  }
+  struct stat st {};
+  COHORT_CHECK(::fstat(fd_.get(), &st) == 0 && S_ISREG(st.st_mode), IoError, path_,
+               ": cannot write: ", describe_path(path_), ", not a regular file (left alone)");
+  COHORT_CHECK(mode != Mode::kReplace || ::ftruncate(fd_.get(), 0) == 0, IoError, path_,
+               ": cannot empty: ", std::strerror(errno));
+  const int status = ::fcntl(fd_.get(), F_GETFL);
+  if (status >= 0) ::fcntl(fd_.get(), F_SETFL, status & ~O_NONBLOCK);
+}
+
+void RunFile::write(std::string_view text) {
+  for (std::size_t done = 0; done < text.size();) {
+    const ssize_t n = ::write(fd_.get(), text.data() + done, text.size() - done);
+    COHORT_CHECK(n > 0 || errno == EINTR, IoError, path_, ": write failed: ", std::strerror(errno));
+    if (n > 0) done += static_cast<std::size_t>(n);
+  }
+}
+
+}  // namespace cohort::io
