@@ -75,6 +75,13 @@ if(PkgConfig_FOUND)
 endif()
 cohort_require(SENTENCEPIECE_FOUND "SentencePiece" "libsentencepiece-dev")
 
+# RE2 matches the name patterns of model.freeze, model.init_skip and optim.lr_scale in linear time,
+# without recursion (a config's pattern cannot overflow the stack or match exponentially).
+if(PkgConfig_FOUND)
+  pkg_check_modules(RE2 QUIET IMPORTED_TARGET re2)
+endif()
+cohort_require(RE2_FOUND "RE2" "libre2-dev")
+
 # libjpeg-turbo and libpng decode `cohort data import images` (the libraries Pillow uses).
 find_package(JPEG QUIET)
 cohort_require(JPEG_FOUND "libjpeg-turbo" "libjpeg62-turbo-dev")

@@ -51,8 +51,8 @@ const std::vector<KeySpec>& config_table() {
       {COHORT_KEY(model, init_prefix_map), K::kString, "",
        "init_from names: FROM:TO,... renames the file's prefix FROM to the model's TO"},
       {COHORT_KEY(model, init_skip), K::kString, "",
-       "a regex: model tensors whose names it matches are not loaded from init_from (a new "
-       "head), and the file's tensors of those names are dropped"},
+       "a regex (RE2): model tensors whose names it matches are not loaded from init_from (a "
+       "new head), and the file's tensors of those names are dropped"},
       {COHORT_KEY(model, recompute), K::kString, "none",
        "activation recompute: blocks (keep each block's input only, compute the rest again in "
        "backward), every:K (segments of K blocks), none"},
@@ -63,8 +63,8 @@ const std::vector<KeySpec>& config_table() {
        "generator (mlp, cnn and gpt have both)",
        "whole|own"},
       {COHORT_KEY(model, freeze), K::kString, "",
-       "a regex: parameters whose names it matches are not trained (not in DDP, not in the "
-       "optimizer)"},
+       "a regex (RE2): parameters whose names it matches are not trained (not in DDP, not in "
+       "the optimizer)"},
       {COHORT_KEY(model, freeze_statistics), K::kBool, "true",
        "model.freeze: a module left without a trainable parameter keeps its running statistics "
        "(BatchNorm's running_mean/var: in eval mode while training); false lets them move"},
@@ -116,8 +116,8 @@ const std::vector<KeySpec>& config_table() {
       {COHORT_KEY(optim, accumulation), K::kInt, "1",
        "micro-batches per optimizer step (DDP no_sync)", "", 1, 1048576},
       {COHORT_KEY(optim, lr_scale), K::kString, "",
-       "REGEX:FACTOR,...: a parameter's learning rate times the factor of the first regex that "
-       "matches its name"},
+       "REGEX:FACTOR,...: a parameter's learning rate times the factor of the first regex (RE2) "
+       "that matches its name"},
       // [train]
       {COHORT_KEY(train, epochs), K::kInt, "1", "epochs to train (max_steps may stop earlier)", "",
        1, 1073741824},

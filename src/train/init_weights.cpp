@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <map>
-#include <regex>
 #include <sstream>
 
 #include "cohort/ckpt/weights.hpp"
@@ -49,10 +48,10 @@ InitReport init_weights(torch::nn::Module& model, const ModelConfig& config) {
   InitReport report;
   report.source = weights.source;
   for (const auto& [name, tensor] : weights.tensors) source[renamed(name, map)] = tensor;
-  const std::regex skip(config.init_skip.empty() ? "$^" : config.init_skip);  // checked at load
+  const NamePattern skip(config.init_skip, "model.init_skip");  // checked at load
   c10::AutoGradMode no_grad(false);  // copy_ into parameters that require gradients
   const auto take = [&](const std::string& name, at::Tensor& target) {
-    if (!config.init_skip.empty() && std::regex_search(name, skip)) {
+    if (!config.init_skip.empty() && skip.found_in(name)) {
       source.erase(name);
       return report.skipped.push_back(name);
     }
@@ -86,12 +85,12 @@ InitReport init_weights(torch::nn::Module& model, const ModelConfig& config) {
 }
 
 int freeze_parameters(torch::nn::Module& model, const std::string& regex) {
-  const std::regex pattern(regex);  // checked at load (config_rules)
+  const NamePattern pattern(regex, "model.freeze");  // checked at load (config_rules)
   int frozen = 0;
   std::vector<std::string> names;
   for (auto& p : model.named_parameters()) {
     names.push_back(p.key());
-    if (!std::regex_search(p.key(), pattern)) continue;
+    if (!pattern.found_in(p.key())) continue;
     p.value().set_requires_grad(false);
     ++frozen;
   }

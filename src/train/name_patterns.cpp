@@ -1,21 +1,50 @@
 #include "train/name_patterns.hpp"
 
+#include <re2/re2.h>
+
 #include <cmath>
 #include <cstdlib>
-#include <regex>
 #include <sstream>
 
 #include "cohort/error.hpp"
 
 namespace cohort::train {
+namespace {
+
+std::unique_ptr<re2::RE2> compile(const std::string& pattern, std::string& problem) {
+  if (pattern.size() > kMaxPatternBytes) {
+    problem = "a pattern of " + std::to_string(pattern.size()) + " bytes, more than " +
+              std::to_string(kMaxPatternBytes);
+    return nullptr;
+  }
+  re2::RE2::Options options;
+  options.set_log_errors(false);  // the error comes back as one line, not on stderr
+  options.set_max_mem(kMaxPatternMemory);
+  auto re = std::make_unique<re2::RE2>(pattern, options);
+  if (!re->ok()) problem = "not a regular expression (" + re->error() + ")";
+  return re;
+}
+
+}  // namespace
 
 std::string regex_problem(const std::string& pattern) {
-  try {
-    std::regex compiled(pattern);
-  } catch (const std::regex_error& error) {
-    return std::string("not a regular expression (") + error.what() + ")";
-  }
-  return "";
+  std::string problem;
+  compile(pattern, problem);
+  return problem;
+}
+
+NamePattern::NamePattern(const std::string& pattern, const char* key) {
+  std::string problem;
+  re_ = compile(pattern, problem);
+  COHORT_CHECK(problem.empty(), ConfigError, key, ": '", pattern, "': ", problem);
+}
+
+NamePattern::~NamePattern() = default;
+NamePattern::NamePattern(NamePattern&&) noexcept = default;
+NamePattern& NamePattern::operator=(NamePattern&&) noexcept = default;
+
+bool NamePattern::found_in(const std::string& name) const {
+  return re2::RE2::PartialMatch(name, *re_);
 }
 
 namespace {

@@ -1,16 +1,47 @@
-// The settings that select parameters by name (model.freeze, optim.lr_scale,
+// The settings that select parameters by name (model.freeze, model.init_skip, optim.lr_scale,
 // model.init_prefix_map), parsed and checked without LibTorch, so that `cohort config check`
 // (the light executable) validates them as `cohort train` does.
+//
+// Their patterns are RE2's (linear time in the name, no backtracking and no recursion: its parser
+// refuses nesting deeper than 1000, its compiled program is bounded to kMaxPatternMemory), so a
+// deeply nested or adversarial pattern from a config is refused in one line, never a stack
+// overflow or an exponential match. RE2 keeps Perl's syntax for what names need (classes,
+// anchors, alternation, repetition) and has no backreferences or lookaround.
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
+namespace re2 {
+class RE2;
+}
+
 namespace cohort::train {
 
-// Why a regular expression (ECMAScript, std::regex) does not compile; empty when it does.
+constexpr std::size_t kMaxPatternBytes = 4096;       // a pattern's text
+constexpr std::int64_t kMaxPatternMemory = 8 << 20;  // its compiled program (RE2's default)
+
+// Why a pattern does not compile; empty when it does.
 std::string regex_problem(const std::string& pattern);
+
+// A compiled pattern; found_in() searches anywhere in a name, as std::regex_search did. A pattern
+// that does not compile is a ConfigError naming `key` (settings are checked at load: this is the
+// second line of defence).
+class NamePattern {
+ public:
+  NamePattern(const std::string& pattern, const char* key);
+  ~NamePattern();
+  NamePattern(NamePattern&&) noexcept;
+  NamePattern& operator=(NamePattern&&) noexcept;
+  bool found_in(const std::string& name) const;
+
+ private:
+  std::unique_ptr<re2::RE2> re_;
+};
 
 // optim.lr_scale: "REGEX:FACTOR,..." (the factor after the last ':', >= 0).
 std::string lr_scale_problem(const std::string& text);  // empty when well-formed

@@ -6,7 +6,6 @@
 #include <cmath>
 #include <cstdlib>
 #include <map>
-#include <regex>
 #include <sstream>
 
 #include "cohort/error.hpp"
@@ -53,8 +52,8 @@ ParameterGroups group_parameters(
     const std::vector<std::pair<std::string, at::Tensor>>& named_parameters,
     const std::string& lr_scale, bool every_regex_matches) {
   const auto items = parse_lr_scale(lr_scale);
-  std::vector<std::regex> patterns;
-  for (const auto& item : items) patterns.emplace_back(item.first);
+  std::vector<NamePattern> patterns;
+  for (const auto& item : items) patterns.emplace_back(item.first, "optim.lr_scale");
   std::vector<bool> used(items.size(), false);
   std::map<double, std::size_t> group_of;  // factor -> group, groups in order of appearance
   ParameterGroups groups;
@@ -62,7 +61,7 @@ ParameterGroups group_parameters(
     if (!p.requires_grad()) continue;  // frozen (model.freeze)
     double factor = 1;
     for (std::size_t i = 0; i < items.size(); ++i) {
-      if (!std::regex_search(name, patterns[i])) continue;
+      if (!patterns[i].found_in(name)) continue;
       factor = items[i].second;
       used[i] = true;
       break;

@@ -103,6 +103,19 @@ for key, value, needle in [("model.dropout", "2", "outside 0..1"),
                            ("train.seed", "99999999999999999999", "not an integer")]:
     run(f"config {key}={value}", ["config", "check", "--set", f"{key}={value}"], 2,
         [key, needle])
+# Patterns go to RE2 (linear time, no recursion): one nested 2000 deep is checked without a
+# crash (std::regex overflowed its stack on it), a longer one is refused by its length, a broken
+# one is named, and one that backtracks exponentially in std::regex is accepted (RE2 matches it in
+# time linear in the name).
+deep = "(" * 2000 + "fc" + ")" * 2000
+for key, value, code, needle in [
+        ("model.freeze", deep, 0, "[model]"),
+        ("model.init_skip", "(" * 40000 + "a" + ")" * 40000, 2, "more than 4096"),
+        ("optim.lr_scale", deep + ":0.5", 0, "[model]"),
+        ("model.freeze", "(a", 2, "not a regular expression"),
+        ("model.freeze", "(a|aa)*c", 0, "[model]")]:
+    run(f"config {key}= a pattern of {len(value)} bytes", ["config", "check", "--set",
+                                                           f"{key}={value}"], code, [needle])
 good("plain.h5")
 run("train.threads beyond the cores", ["train", "--set", "data.path=plain.h5", "--set",
                                        f"train.threads={os.cpu_count() + 1}", "--set",
