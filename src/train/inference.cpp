@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <map>
+#include <optional>
 
 #include "ckpt/files.hpp"
 #include "cohort/ckpt/export.hpp"
@@ -21,8 +22,9 @@ namespace fs = std::filesystem;
 // What runs: the run's settings (or a TorchScript module's) and where its tensors are.
 struct Source {
   Config config;
-  std::string step_dir;  // empty: a TorchScript file, weights included
-  std::string label;     // for the summary and the output's attributes
+  std::string config_file;  // the run's config, or empty
+  std::string step_dir;     // empty: a TorchScript file, weights included
+  std::string label;        // for the summary and the output's attributes
 };
 
 Source from_checkpoint(const ModelSource& o) {
@@ -36,6 +38,7 @@ Source from_checkpoint(const ModelSource& o) {
                ": no such config (the run's config.resolved.ini, beside its checkpoint directory;"
                " give it with --config)");
   s.config = Config::load(file);
+  s.config_file = file;
   const auto manifest = ckpt::read_manifest(s.step_dir);
   COHORT_CHECK(manifest.config_hash == s.config.hash(), UsageError, file, ": its hash ",
                s.config.hash(), " is not that of the config ", s.step_dir, " was written with (",
@@ -108,6 +111,7 @@ Inference::Inference(const ModelSource& source, const std::string& data) {
                "give --checkpoint DIR or --model FILE (one of them)");
   Source s = source.checkpoint.empty() ? from_module(source) : from_checkpoint(source);
   config_ = std::move(s.config);
+  config_file_ = s.config_file;
   label_ = s.label;
   run_dir_ = s.step_dir.empty() ? "" : fs::path(s.step_dir).parent_path().parent_path().string();
   info_ = data::describe(data);
@@ -147,6 +151,16 @@ InferenceBatch Inference::run(std::int64_t first, std::int64_t count) {
   torch::NoGradGuard no_grad;
   const at::Tensor out =
       batch.fields.empty() ? model_->forward(batch.inputs) : model_->forward_fields(batch.fields);
+  const auto shape = out.sizes().vec();
+  COHORT_CHECK(out.dim() >= 1 && shape[0] == count && at::isFloatingType(out.scalar_type()),
+               ConfigError, label_, ": the model returned ", io::shape_text(shape), " ",
+               c10::toString(out.scalar_type()), " for a batch of ", count,
+               " samples; one floating-point row per sample is expected");
+  const std::vector<std::int64_t> row(shape.begin() + 1, shape.end());
+  if (!row_shape_) row_shape_ = row;
+  COHORT_CHECK(row == *row_shape_, ConfigError, label_, ": the model returned rows of ",
+               io::shape_text(row), " for samples ", first, "..", first + count - 1,
+               " and rows of ", io::shape_text(*row_shape_), " before; every row must be alike");
   return {out.to(at::kCPU, at::kFloat).contiguous(), batch.targets};
 }
 

@@ -37,26 +37,30 @@ class Inference {
   Inference(const Inference&) = delete;
   Inference& operator=(const Inference&) = delete;
 
-  // Samples [first, first + count) of the dataset, in order.
+  // Samples [first, first + count) of the dataset, in order. The model's output is checked for
+  // every batch before anyone uses it: floating point, one row per sample, every row of the shape
+  // the first batch had (ConfigError naming the model: nothing is written for a failed batch).
   InferenceBatch run(std::int64_t first, std::int64_t count);
 
   const Config& config() const { return config_; }
   const data::DatasetInfo& info() const { return info_; }
   const Task& task() const { return *task_; }
-  const std::string& label() const { return label_; }        // the step directory or the file
-  const std::string& step_dir() const { return step_dir_; }  // empty: a TorchScript file
-  const std::string& run_dir() const { return run_dir_; }    // the checkpoint's run, or empty
+  const std::string& label() const { return label_; }              // the step directory or the file
+  const std::string& step_dir() const { return step_dir_; }        // empty: a TorchScript file
+  const std::string& run_dir() const { return run_dir_; }          // the checkpoint's run, or empty
+  const std::string& config_file() const { return config_file_; }  // the run's config, or empty
 
  private:
   static data::ReaderOptions reader_options(const Config& config);
 
   Config config_;
-  std::string label_, step_dir_, run_dir_;
+  std::string label_, step_dir_, run_dir_, config_file_;
   data::DatasetInfo info_;
   std::unique_ptr<Task> task_;
   std::shared_ptr<Model> model_;
   std::optional<data::BatchReader> reader_;
   std::optional<data::BatchTransform> transform_;
+  std::optional<std::vector<std::int64_t>> row_shape_;  // the first batch's output per sample
 };
 
 }  // namespace cohort::train

@@ -16,11 +16,27 @@
 #include "cohort/ddp/distributed_data_parallel.hpp"
 #include "cohort/env/system_info.hpp"
 #include "cohort/error.hpp"
+#include "cohort/io/dtype.hpp"
 #include "train/step.hpp"
 #include "train/task.hpp"
 #include "train/trainer_impl.hpp"
 
 namespace cohort::train {
+namespace {
+
+// The model's output as the loss needs it, checked at every step (a flag and a type test): floating
+// point, and carrying a gradient. A model that returns integers or a detached tensor would
+// otherwise fail inside backward with LibTorch's message and a backtrace.
+at::Tensor trainable(const at::Tensor& output) {
+  COHORT_CHECK(at::isFloatingType(output.scalar_type()) && output.requires_grad(), ConfigError,
+               "the model returned ", io::shape_text(output.sizes().vec()), " ",
+               c10::toString(output.scalar_type()),
+               output.requires_grad() ? "" : " without a gradient",
+               ": the loss needs floating-point outputs computed from trained parameters");
+  return output.to(at::kFloat);
+}
+
+}  // namespace
 
 // The global L2 norm of the (averaged) gradients: clip_grad_norm's when clipping (every step),
 // else, for the monitor, every monitor.grad_norm_every steps: it reads every gradient once, which
@@ -112,7 +128,7 @@ double Trainer::Impl::step(const std::vector<data::Batch>& micro, std::int64_t i
       std::this_thread::sleep_for(std::chrono::milliseconds(settings.slow_ms));
     }
     at::Tensor loss =
-        task->loss(logits.to(at::kFloat), micro[i].targets) / static_cast<double>(micro.size());
+        task->loss(trainable(logits), micro[i].targets) / static_cast<double>(micro.size());
     if (measure) report_activations(env::heap_bytes_in_use() - heap_before, index);
     timer.lap(Phase::kForward);
     loss.backward();
@@ -154,7 +170,7 @@ double Trainer::Impl::pipeline_step(const data::Batch& batch, std::int64_t index
   };
   const auto stats = parallel->pipeline_step(
       batch, forward, [this](const at::Tensor& logits, const at::Tensor& targets) {
-        return task->loss(logits.to(at::kFloat), targets);
+        return task->loss(trainable(logits), targets);
       });
   timer.split_lap(monitor::Phase::kComm, stats.wait_s, monitor::Phase::kBackward);
   // The memory record once, as a step without stages writes it: the stage's heap growth at its

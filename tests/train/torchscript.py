@@ -288,8 +288,24 @@ class TwoArgs(torch.nn.Module):
         return x + y
 
 
+class DropsARow(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(64, 10)
+
+    def forward(self, x):
+        return self.fc(x.flatten(1))[1:]  # one sample short (none for a batch of one)
+
+
+class Integers(DropsARow):
+    def forward(self, x):
+        return self.fc(x.flatten(1)).long()
+
+
 torch.save(seq.state_dict(), "state_dict.pt")  # what users have: not TorchScript
 torch.jit.script(TwoArgs()).save("two_args.pt")
+torch.jit.script(DropsARow()).save("drops_a_row.pt")
+torch.jit.script(Integers()).save("integers.pt")
 with open("garbage.pt", "wb") as f:
     f.write(os.urandom(4096))
 for bad, needle, data in (
@@ -300,7 +316,9 @@ for bad, needle, data in (
         ("seq.pt", "seq.pt: model.file: the dataset has named fields; forward() must take Dict",
          "fields.h5"),
         ("fields.pt", "fields.pt: model.file: the dataset has one input; forward() must take a "
-         "Tensor", "set.h5")):
+         "Tensor", "set.h5"),
+        ("drops_a_row.pt", "the model returned [63, 10] Float for a batch of 64 samples", "set.h5"),
+        ("integers.pt", "the model returned [64, 10] Long without a gradient", "set.h5")):
     done = subprocess.run([cohort, "train", "--set", "model.name=torchscript",
                            "--set", f"model.file={bad}", "--set", f"data.path={data}",
                            "--set", f"train.run_dir=bad-{bad}-{data}"],
@@ -308,5 +326,17 @@ for bad, needle, data in (
     lines = done.stderr.strip().splitlines()
     if done.returncode != 2 or not lines or needle not in lines[-1] or len(lines[-1]) > 400:
         fail(f"{bad} on {data}: exit {done.returncode}, {done.stderr[-1500:]}")
+    print(f"refused (exit 2): {lines[-1]}")
+# Predict checks every batch the model returns before writing it: nothing is written.
+for bad, needle in (("drops_a_row.pt", "drops_a_row.pt: the model returned [0, 10] Float for a "
+                     "batch of 1 samples"),
+                    ("integers.pt", "integers.pt: the model returned [1, 10] Long for a batch")):
+    done = subprocess.run([cohort, "predict", "--model", bad, "--task", "classification",
+                           "--data", "set.h5", "--out", f"pred-{bad}.h5"],
+                          capture_output=True, text=True)
+    lines = done.stderr.strip().splitlines()
+    if done.returncode != 2 or not lines or needle not in lines[-1] or \
+            [n for n in os.listdir(".") if n.startswith(f"pred-{bad}")]:
+        fail(f"predict with {bad}: exit {done.returncode}, {done.stderr[-1500:]}")
     print(f"refused (exit 2): {lines[-1]}")
 print("PASS")
