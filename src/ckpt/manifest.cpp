@@ -2,6 +2,7 @@
 
 #include <charconv>
 #include <cstdio>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <sstream>
@@ -52,6 +53,17 @@ T field(const Json& object, const char* key, const std::string& where) {
   }
 }
 
+// A checksum field, "xxh3-64:<16 lower-case hex digits>", checked at parse: a malformed one names
+// its field here rather than reading later as a mismatch.
+std::string checksum_field(const Json& object, const char* key, const std::string& where) {
+  std::string text = field<std::string>(object, key, where);
+  const std::string prefix = "xxh3-64:";
+  COHORT_CHECK(text.size() == prefix.size() + 16 && text.rfind(prefix, 0) == 0 &&
+                   text.find_first_not_of("0123456789abcdef", prefix.size()) == std::string::npos,
+               IoError, where, ": field '", key, "' is not xxh3-64:<16 hex digits>");
+  return text;
+}
+
 std::vector<std::int64_t> shape_field(const Json& object, const std::string& where) {
   const Json shape = field<Json>(object, "shape", where);
   COHORT_CHECK(shape.is_array() && shape.size() <= kMaxDims, IoError, where,
@@ -94,7 +106,7 @@ TensorEntry parse_tensor(const Json& j, std::size_t shards, const std::string& w
   COHORT_CHECK(slices.is_array(), IoError, at, ": field 'slices' is not a list");
   for (const auto& s : slices) {
     t.slices.push_back({field<int>(s, "shard", at), field<std::int64_t>(s, "offset", at),
-                        field<std::int64_t>(s, "count", at), field<std::string>(s, "checksum", at),
+                        field<std::int64_t>(s, "count", at), checksum_field(s, "checksum", at),
                         s.is_object() && s.contains("at") ? field<std::int64_t>(s, "at", at) : -1});
     COHORT_CHECK(t.slices.back().at >= -1, IoError, at, ": field 'at' is negative");
   }
@@ -113,6 +125,21 @@ std::string step_dir_name(std::int64_t step) {
   char name[40];
   std::snprintf(name, sizeof name, "step-%08lld", static_cast<long long>(step));
   return name;
+}
+
+bool is_checkpoint_directory(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code error;
+  if (!fs::is_directory(fs::symlink_status(path, error))) return false;
+  if (fs::exists(fs::symlink_status(path + "/manifest.json", error))) return true;
+  for (fs::directory_iterator it(path, error), end; !error && it != end; it.increment(error)) {
+    const std::string name = it->path().filename().string();
+    if (name.rfind("shard-", 0) == 0 && name.find("-of-") != std::string::npos && name.size() > 3 &&
+        name.compare(name.size() - 3, 3, ".h5") == 0) {
+      return true;
+    }
+  }
+  return false;
 }
 
 std::optional<std::int64_t> parse_step_dir_name(const std::string& name) {
@@ -226,9 +253,8 @@ Manifest Manifest::parse(const std::string& text, const std::string& origin) {
   for (const auto& s : shards) {
     ShardEntry e{field<std::string>(s, "file", origin), field<int>(s, "rank", origin),
                  field<std::int64_t>(s, "bytes", origin),
-                 s.contains("metadata_checksum")
-                     ? field<std::string>(s, "metadata_checksum", origin)
-                     : std::string()};
+                 s.contains("metadata_checksum") ? checksum_field(s, "metadata_checksum", origin)
+                                                 : std::string()};
     COHORT_CHECK(e.rank >= 0 && e.rank < m.world_size && e.bytes >= 0, IoError, origin, ": shard '",
                  e.file, "' has rank ", e.rank, " (world ", m.world_size, ") or bytes ", e.bytes,
                  " out of range");

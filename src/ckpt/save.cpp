@@ -111,8 +111,20 @@ void commit(const std::string& dir, const std::string& tmp, const std::string& f
             const Manifest& m) {
   write_file_synced(tmp + "/manifest.json", m.to_json());
   fsync_directory(tmp);
+  // The same step saved again (a resumed run passes it a second time) replaces the earlier save;
+  // a directory of that name that no save made is not a checkpoint, and is left alone.
+  namespace fs = std::filesystem;
   std::error_code error;
-  if (std::filesystem::exists(final_dir, error)) std::filesystem::remove_all(final_dir, error);
+  const auto there = fs::symlink_status(final_dir, error);
+  if (fs::is_directory(there)) {
+    COHORT_CHECK(is_checkpoint_directory(final_dir), IoError, final_dir,
+                 ": not a checkpoint (no manifest.json, no shard), so not replaced: move it away");
+    fs::remove_all(final_dir, error);
+  } else if (fs::exists(there)) {
+    COHORT_THROW(IoError, final_dir, ": ",
+                 fs::is_symlink(there) ? "a symbolic link" : io::describe_path(final_dir),
+                 " where a checkpoint goes, left alone: move it away");
+  }
   rename_path(tmp, final_dir);
   fsync_directory(dir);
   // Through latest.tmp-<pid>, the name clean_partial() knows.

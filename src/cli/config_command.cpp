@@ -16,7 +16,8 @@ int run_config(const std::vector<std::string>& args, int*, char*** argv) {
   const std::string usage =
       "usage: cohort config check [FILE] [--set section.key=value ...] [--plugin LIB ...]\n"
       "       cohort config reference     (the key table as Markdown: docs/config.md)\n";
-  COHORT_CHECK(!args.empty(), UsageError, "config: which subcommand?\n", usage);
+  COHORT_CHECK(!args.empty(), UsageError,
+               "config: which subcommand? (check or reference; cohort config --help)");
   const std::string sub = args.front();
   if (sub == "--help" || sub == "-h" || sub == "help") {
     std::cout << usage;
@@ -26,7 +27,8 @@ int run_config(const std::vector<std::string>& args, int*, char*** argv) {
     std::cout << train::reference_markdown();
     return 0;
   }
-  COHORT_CHECK(sub == "check", UsageError, "config: unknown subcommand '", sub, "'\n", usage);
+  COHORT_CHECK(sub == "check", UsageError, "config: unknown subcommand '", sub,
+               "' (check or reference; cohort config --help)");
   std::string file;
   std::vector<std::string> overrides;
   std::vector<std::string> plugins;

@@ -317,7 +317,10 @@ int run_data(const std::vector<std::string>& args, int*, char***) {
       "usage: cohort data <make-synthetic|import|inspect|split|select|stage|checksum|tokenizer> "
       "[options]\n"
       "       cohort data <subcommand> --help\n";
-  COHORT_CHECK(!args.empty(), UsageError, "data: which subcommand?\n", usage);
+  const char* kSubcommands =
+      " (make-synthetic, import, inspect, split, select, stage, checksum, tokenizer; cohort data "
+      "--help)";
+  COHORT_CHECK(!args.empty(), UsageError, "data: which subcommand?", kSubcommands);
   const std::string sub = args.front();
   const std::vector<std::string> rest(args.begin() + 1, args.end());
   if (sub == "make-synthetic") return make_synthetic(rest);
@@ -330,7 +333,7 @@ int run_data(const std::vector<std::string>& args, int*, char***) {
     std::cout << usage;
     return 0;
   }
-  COHORT_THROW(UsageError, "data: unknown subcommand '", sub, "'\n", usage);
+  COHORT_THROW(UsageError, "data: unknown subcommand '", sub, "'", kSubcommands);
 }
 
 }  // namespace cohort::cli

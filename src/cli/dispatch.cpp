@@ -10,6 +10,7 @@
 #include <string>
 
 #include "cohort/error.hpp"
+#include "cohort/io/text.hpp"
 #include "command.hpp"
 #include "launch_record.hpp"
 
@@ -53,9 +54,13 @@ void exec_torch(char** argv) {
 namespace {
 
 // One line on stderr, once per launch (launch_record.hpp): every rank of a launch that fails
-// alike says the same line, and the user reads it once.
+// alike says the same line, and the user reads it once. Every error passes here, so the text it
+// carries from files, names and the environment (a path, a tensor or class name, an option a
+// user typed) is made printable here, once: no control character or invalid UTF-8 reaches the
+// terminal, and the line stays one line.
 void print_error_line(const std::string& line) {
-  if (claim_error_line(line)) std::fprintf(stderr, "%s\n", line.c_str());
+  const std::string text = io::printable(line);
+  if (claim_error_line(text)) std::fprintf(stderr, "%s\n", text.c_str());
 }
 
 int report(int code, const std::string& line) {
@@ -70,8 +75,8 @@ int exit_status_of_body(int (*body)(int, char**), int argc, char** argv) {
     return report(static_cast<int>(error.exit_code()),
                   std::string("cohort: error: ") + error.what());
   } catch (const boost::program_options::error& error) {
-    return report(static_cast<int>(ExitCode::kUsage),
-                  std::string("cohort: usage error: ") + error.what());
+    return report(static_cast<int>(ExitCode::kUsage),  // docs/exit-codes.md: one form for all
+                  std::string("cohort: error: ") + error.what());
   } catch (const std::exception& error) {
     return report(static_cast<int>(ExitCode::kInternal),
                   std::string("cohort: internal error (please report): ") + error.what());

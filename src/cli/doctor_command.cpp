@@ -15,6 +15,7 @@
 #include "cohort/io/files.hpp"
 #include "cohort/io/output.hpp"
 #include "cohort/train/config.hpp"
+#include "cohort/train/config_paths.hpp"
 #include "cohort/train/doctor.hpp"
 #include "command.hpp"
 
@@ -45,8 +46,13 @@ int run_doctor(const std::vector<std::string>& args, int* argc, char*** argv) {
     return 0;
   }
   po::notify(vm);
-  if (!output.empty()) io::OutputPlan().read(file, "--config").write(output, "--output").check();
   const auto config = train::Config::load(file, overrides);
+  if (!output.empty()) {  // never over the config or a file the training reads
+    io::OutputPlan plan;
+    plan.read(file, "--config");
+    train::add_inputs(config, plan);
+    plan.write(output, "--output").check();
+  }
   const auto environment = env::Environment::from_process();
   auto topology = env::detect(environment);  // before MPI_Init
   if (o.ranks <= 0) o.ranks = static_cast<int>(environment.get_int("SLURM_NTASKS").value_or(1));

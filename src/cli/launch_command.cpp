@@ -41,7 +41,9 @@ void check_train_config(const std::vector<std::string>& command) {
   if (program != "cohort" && program != "cohort-torch") return;
   const auto arguments = parse_train_arguments({command.begin() + 2, command.end()});
   if (arguments.help) return;
-  train::check_input_paths(train::Config::load(arguments.file, arguments.overrides));
+  const auto config = train::Config::load(arguments.file, arguments.overrides);
+  train::check_input_paths(config);
+  train::check_training_outputs(config);
 }
 
 int run_and_wait(const std::vector<std::string>& argv) {

@@ -70,19 +70,19 @@ int run_report(const std::vector<std::string>& args, int*, char***) {
     std::cout << desc;
     return 0;
   }
-  COHORT_CHECK(!dir.empty(), UsageError, "report: which run directory?\n", desc);
+  COHORT_CHECK(!dir.empty(), UsageError, "report: which run directory? (cohort report --help)");
   if (output.empty()) output = dir + "/report.html";
+  const auto history = monitor::load_run(dir);
+  const auto thresholds = run_thresholds(dir);
+  std::vector<monitor::EvalRecord> evaluations;
+  for (const auto& file : eval_files) evaluations.push_back(monitor::read_eval_record(file));
   {
-    io::OutputPlan plan;  // what the report reads: never written over
+    io::OutputPlan plan;  // what the report read: never written over
     plan.read(dir + "/metrics.jsonl", "RUN_DIR's metrics")
         .read(dir + "/config.resolved.ini", "RUN_DIR's config");
     for (const auto& file : eval_files) plan.read(file, "--eval");
     plan.write(output, "--output").check();
   }
-  const auto history = monitor::load_run(dir);
-  const auto thresholds = run_thresholds(dir);
-  std::vector<monitor::EvalRecord> evaluations;
-  for (const auto& file : eval_files) evaluations.push_back(monitor::read_eval_record(file));
   {
     // Rendered first, then written beside the target and renamed: a failure leaves the previous
     // report whole, never a truncated one.
@@ -119,7 +119,7 @@ int run_top(const std::vector<std::string>& args, int*, char***) {
     std::cout << desc;
     return 0;
   }
-  COHORT_CHECK(!dir.empty(), UsageError, "top: which run directory?\n", desc);
+  COHORT_CHECK(!dir.empty(), UsageError, "top: which run directory? (cohort top --help)");
   COHORT_CHECK(interval > 0, UsageError, "top: --interval must be positive");
   monitor::RunFollower follower(dir);
   const auto thresholds = run_thresholds(dir);

@@ -62,6 +62,7 @@ int run_train(const std::vector<std::string>& args, int* argc, char*** argv) {
   const auto config =
       train::Config::load(arguments.file, arguments.overrides);  // before MPI: errors come fast
   train::check_input_paths(config);
+  train::check_training_outputs(config);
   comm::tune_allocator(config.train.malloc_tuning);  // before anything allocates much
   const auto topology = env::detect(env::Environment::from_process());  // before MPI_Init
   if (config.debug.start_delay_rank == topology.rank) {

@@ -6,6 +6,7 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 
@@ -23,8 +24,14 @@ struct Identity {
   std::string place;
 };
 
+// `path` without trailing slashes ("parts/" is "parts"; "/" stays).
+std::string trimmed(std::string path) {
+  while (path.size() > 1 && path.back() == '/') path.pop_back();
+  return path;
+}
+
 std::string directory_of(const std::string& path) {
-  const std::string parent = std::filesystem::path(path).parent_path().string();
+  const std::string parent = std::filesystem::path(trimmed(path)).parent_path().string();
   return parent.empty() ? "." : parent;
 }
 
@@ -38,8 +45,18 @@ Identity identity_of(const std::string& path) {
   }
   std::error_code error;
   const auto directory = std::filesystem::canonical(directory_of(path), error);
-  id.place = error ? path : (directory / std::filesystem::path(path).filename()).string();
+  const auto name = std::filesystem::path(trimmed(path)).filename();
+  id.place = error ? trimmed(path) : (directory / name).lexically_normal().string();
   return id;
+}
+
+// Whether `place` (a resolved path, Identity::place) lies below the directory `input`.
+bool below(const std::string& place, const std::string& input) {
+  std::error_code error;
+  const auto directory = std::filesystem::canonical(input, error);
+  if (error) return false;
+  const std::string prefix = directory.string() == "/" ? "/" : directory.string() + "/";
+  return place.rfind(prefix, 0) == 0;
 }
 
 bool same_file(const Identity& a, const Identity& b) {
@@ -56,13 +73,18 @@ void add_files_below(const std::string& directory, std::vector<Identity>& ids) {
   std::error_code error;
   std::filesystem::recursive_directory_iterator it(
       directory, std::filesystem::directory_options::skip_permission_denied, error);
-  for (int walked = 0;
-       !error && it != std::filesystem::recursive_directory_iterator() && walked < kMaxWalked;
+  int walked = 0;
+  for (; !error && it != std::filesystem::recursive_directory_iterator() && walked < kMaxWalked;
        it.increment(error), ++walked) {
     struct stat st {};
     if (::stat(it->path().c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
       ids.push_back({true, st.st_dev, st.st_ino, it->path().string()});
     }
+  }
+  if (walked == kMaxWalked || error) {  // said, not silent: the comparison is partial
+    std::fprintf(
+        stderr, "cohort: warning: %s: outputs compared with the first %d entries only (%s)\n",
+        directory.c_str(), walked, error ? error.message().c_str() : "more entries than that");
   }
 }
 
@@ -125,15 +147,22 @@ void OutputPlan::check() const {
     if (in.path.empty()) continue;
     std::vector<Identity> inputs{identity_of(in.path)};
     std::error_code error;
-    if (std::filesystem::is_directory(in.path, error)) add_files_below(in.path, inputs);
+    const bool directory = std::filesystem::is_directory(in.path, error);
+    if (directory) add_files_below(in.path, inputs);
     for (std::size_t i = 0; i < outputs_.size(); ++i) {
       for (const auto& input : inputs) {
-        const bool below = &input != &inputs.front();
+        const bool below_it = &input != &inputs.front();
         COHORT_CHECK(!same_file(ids[i], input), UsageError, outputs_[i].path, ": ",
                      outputs_[i].label, " is the same file as ", in.label, " (",
-                     below ? input.place : in.path,
+                     below_it ? input.place : in.path,
                      "): a command never writes over what it reads; write the output elsewhere");
       }
+      // A new file among an input directory's (a dataset's shards, a checkpoint's step) would be
+      // read as one of them, or removed with them.
+      COHORT_CHECK(!directory || outputs_[i].kind != Kind::kFile || !below(ids[i].place, in.path),
+                   UsageError, outputs_[i].path, ": ", outputs_[i].label, " is inside ", in.label,
+                   " (the directory ", in.path,
+                   "), which the command reads whole; write the output elsewhere");
     }
   }
   for (std::size_t i = 0; i < outputs_.size(); ++i) {
@@ -145,9 +174,18 @@ void OutputPlan::check() const {
   }
 }
 
-TemporaryFile::TemporaryFile(std::string final_path)
-    : final_path_(std::move(final_path)),
-      path_(final_path_ + ".tmp-" + std::to_string(::getpid())) {}
+std::string TemporaryFile::name_for(const std::string& final_path, long pid, int serial) {
+  return final_path + ".tmp-" + std::to_string(pid) +
+         (serial == 0 ? std::string() : "-" + std::to_string(serial));
+}
+
+TemporaryFile::TemporaryFile(std::string final_path) : final_path_(std::move(final_path)) {
+  constexpr int kSerials = 1000;  // leftovers of as many killed runs of this pid
+  struct stat st {};
+  do {
+    path_ = name_for(final_path_, ::getpid(), serial_);
+  } while (::lstat(path_.c_str(), &st) == 0 && ++serial_ < kSerials);
+}
 
 TemporaryFile::~TemporaryFile() { discard(); }
 
@@ -184,23 +222,29 @@ void TemporaryFile::discard() noexcept {
 }
 
 RunFile::RunFile(std::string path, Mode mode) : path_(std::move(path)) {
+  struct stat st {};
+  const bool there = ::lstat(path_.c_str(), &st) == 0;
+  COHORT_CHECK(!there || !S_ISLNK(st.st_mode), IoError, path_,
+               ": cannot write: a symbolic link, which Cohort does not write through (left alone)");
+  COHORT_CHECK(!there || S_ISREG(st.st_mode), IoError, path_,
+               ": cannot write: ", describe_path(path_), ", not a regular file (left alone)");
+  if (mode == Mode::kReplace) {      // a new file renamed over the old one: never emptied in place,
+    TemporaryFile temporary(path_);  // so a hard link to it elsewhere keeps what it held
+    fd_ = temporary.create();
+    temporary.commit(Durability::kAtomic);
+    return;
+  }
   const int flags = O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC |
                     (mode == Mode::kNew ? O_EXCL : 0);
   fd_ = UniqueFd(::open(path_.c_str(), flags, 0644));
   if (fd_.get() < 0) {
-    const int error = errno;
-    struct stat st {};
-    const bool link = ::lstat(path_.c_str(), &st) == 0 && S_ISLNK(st.st_mode);
+    const int error = errno;  // a race with the checks above: say what is there now
     COHORT_THROW(IoError, path_, ": cannot write: ",
-                 link ? "a symbolic link, which Cohort does not write through (left alone)"
-                 : error == EEXIST ? "something is there already (left alone)"
-                                   : std::strerror(error));
+                 error == EEXIST ? "something is there already (left alone)"
+                                 : describe_path(path_) + " (" + std::strerror(error) + ")");
   }
-  struct stat st {};
   COHORT_CHECK(::fstat(fd_.get(), &st) == 0 && S_ISREG(st.st_mode), IoError, path_,
                ": cannot write: ", describe_path(path_), ", not a regular file (left alone)");
-  COHORT_CHECK(mode != Mode::kReplace || ::ftruncate(fd_.get(), 0) == 0, IoError, path_,
-               ": cannot empty: ", std::strerror(errno));
   const int status = ::fcntl(fd_.get(), F_GETFL);
   if (status >= 0) ::fcntl(fd_.get(), F_SETFL, status & ~O_NONBLOCK);
 }

@@ -22,7 +22,7 @@ JsonlSink::~JsonlSink() {
   std::lock_guard<std::mutex> lock(mutex_);
   try {
     write_pending();
-  } catch (const Error& e) {  // a destructor does not throw: the loss is reported
+  } catch (const std::exception& e) {  // a destructor does not throw: the loss is reported
     std::fprintf(stderr, "cohort: warning: %s\n", e.what());
   }
 }

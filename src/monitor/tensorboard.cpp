@@ -139,7 +139,7 @@ TensorBoardWriter::TensorBoardWriter(const std::string& dir, std::int64_t resume
 TensorBoardWriter::~TensorBoardWriter() {
   try {
     if (file_) flush();
-  } catch (const Error& e) {  // a destructor does not throw: the loss is reported
+  } catch (const std::exception& e) {  // a destructor does not throw: the loss is reported
     std::fprintf(stderr, "cohort: warning: %s\n", e.what());
   }
 }

@@ -30,11 +30,17 @@ void TrainCheckpoints::remove_old_checkpoints() {
   std::vector<std::pair<std::int64_t, fs::path>> steps;
   std::error_code error;
   for (const auto& entry : fs::directory_iterator(dir_, error)) {
-    // Exact names only, and real directories (not links): a user's "step-00000001-backup/" is
-    // not a checkpoint, whatever its prefix.
+    // Exact names only, and directories a save made (ckpt::is_checkpoint_directory): a user's
+    // "step-00000001-backup/", a link, or a "step-00000001/" of their own is left alone.
     const auto step = ckpt::parse_step_dir_name(entry.path().filename().string());
     if (step && entry.is_directory(error) && !entry.is_symlink(error)) {
-      steps.emplace_back(*step, entry.path());
+      if (ckpt::is_checkpoint_directory(entry.path().string())) {
+        steps.emplace_back(*step, entry.path());
+      } else if (!said_foreign_) {  // once a run: retention runs after every commit
+        said_foreign_ = true;
+        std::fprintf(stderr, "cohort: warning: %s holds no checkpoint: left alone\n",
+                     entry.path().c_str());
+      }
     }
   }
   std::sort(steps.rbegin(), steps.rend());
@@ -64,13 +70,14 @@ void TrainCheckpoints::update_best_link() {
       return;
     }
     const fs::path temporary = fs::path(dir_) / (".best.link-" + std::to_string(::getpid()));
-    fs::remove(temporary, error);
+    // A link of ours left by a failed rename goes; anything else at the name is not ours.
+    if (fs::is_symlink(temporary, error)) fs::remove(temporary, error);
     fs::create_directory_symlink(name, temporary, error);
     if (!error) fs::rename(temporary, link, error);
     if (error) {
       std::fprintf(stderr, "cohort: warning: cannot link %s to %s: %s\n", link.c_str(),
                    name.c_str(), error.message().c_str());
-      fs::remove(temporary, error);
+      if (fs::is_symlink(temporary, error)) fs::remove(temporary, error);
     }
     return;
   }

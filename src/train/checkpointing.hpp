@@ -157,6 +157,7 @@ class TrainCheckpoints {
   MetricWatch* watch_ = nullptr;
   std::mutex best_mutex_;                 // best_steps_ and the link: training and writer threads
   std::vector<std::int64_t> best_steps_;  // best first
+  bool said_foreign_ = false;             // a step directory no save made: warned once
   std::vector<std::pair<torch::optim::AdamWParamState*, at::Tensor>> adamw_steps_;
   std::thread writer_;
   std::atomic<bool> writing_{false};

@@ -127,4 +127,38 @@ void check_input_paths(const TrainConfig& config) {
   check_one("data.transform", config.data.transform, Wanted::kFile);
 }
 
+void add_inputs(const TrainConfig& config, io::OutputPlan& plan) {
+  plan.read(config.data.path, "data.path")
+      .read(config.data.val_path, "data.val_path")
+      .read(config.data.transform, "data.transform")
+      .read(config.model.init_from, "model.init_from");
+  if (config.model.name == "torchscript") plan.read(config.model.file, "model.file");
+}
+
+void check_training_outputs(const TrainConfig& config) {
+  using Kind = io::OutputPlan::Kind;
+  const std::string& run = config.train.run_dir;
+  // monitor.prom_file and monitor.tensorboard_dir: relative to the run directory.
+  const auto in_run = [&run](const std::string& path) {
+    return path.empty() || path.front() == '/' ? path : run + "/" + path;
+  };
+  std::error_code error;
+  // A new run's directory is made first (as the run would make it), so that the files in it can
+  // be checked as files in a directory; one that is there is checked as it is.
+  if (!run.empty() && !fs::exists(fs::symlink_status(run, error))) io::make_directories(run);
+  io::OutputPlan plan;
+  add_inputs(config, plan);
+  plan.write(run, "train.run_dir", Kind::kDirectory)
+      .write(run + "/config.resolved.ini", "the run's config.resolved.ini")
+      .write(run + "/metrics.jsonl", "the run's metrics.jsonl")
+      .write(config.checkpoint_dir(), "checkpoint.dir", Kind::kDirectory);
+  if (!config.monitor.prom_file.empty()) {
+    plan.write(in_run(config.monitor.prom_file), "monitor.prom_file");
+  }
+  if (!config.monitor.tensorboard_dir.empty()) {
+    plan.write(in_run(config.monitor.tensorboard_dir), "monitor.tensorboard_dir", Kind::kDirectory);
+  }
+  plan.check();
+}
+
 }  // namespace cohort::train

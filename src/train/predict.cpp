@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <exception>
 #include <filesystem>
 #include <optional>
 #include <thread>
@@ -19,6 +20,7 @@
 #include "cohort/io/files.hpp"
 #include "cohort/io/output.hpp"
 #include "cohort/io/unique_fd.hpp"
+#include "cohort/train/config_paths.hpp"
 #include "io/h5/file.hpp"
 #include "io/h5/h5_check.hpp"
 #include "train/inference.hpp"
@@ -105,18 +107,29 @@ void write_predictions(Inference& runner, const PredictOptions& o, const Predict
   auto comm = comm::make_communicator(session, comm::Backend::kMpi, {});
   std::optional<io::TemporaryFile> temporary;
   OutputLayout layout;
-  at::Tensor offsets = at::full({3}, -1, at::kLong);
+  at::Tensor offsets = at::full({4}, -1, at::kLong);  // outputs, argmax, pid (-1: failed), serial
+  std::exception_ptr failure;  // rank 0's, rethrown after the broadcast: no rank waits for it
   if (session.rank() == 0) {
-    temporary.emplace(o.out);
-    layout = create_output(*temporary, s, argmax_shape, o.data);
-    offsets[0] = layout.outputs;
-    offsets[1] = layout.argmax;
-    offsets[2] = static_cast<std::int64_t>(::getpid());
+    try {
+      temporary.emplace(o.out);
+      layout = create_output(*temporary, s, argmax_shape, o.data);
+      offsets[0] = layout.outputs;
+      offsets[1] = layout.argmax;
+      offsets[2] = static_cast<std::int64_t>(::getpid());
+      offsets[3] = temporary->serial();
+    } catch (const Error&) {
+      failure = std::current_exception();
+    }
   }
   comm->broadcast_async(offsets, 0)->wait();
+  if (failure) std::rethrow_exception(failure);
+  COHORT_CHECK(offsets[2].item<std::int64_t>() >= 0, IoError, o.out,
+               ": rank 0 could not create the output (its error says why)");
   layout.outputs = offsets[0].item<std::int64_t>();
   layout.argmax = offsets[1].item<std::int64_t>();
-  const std::string partial = o.out + ".tmp-" + std::to_string(offsets[2].item<std::int64_t>());
+  const std::string partial =
+      io::TemporaryFile::name_for(o.out, static_cast<long>(offsets[2].item<std::int64_t>()),
+                                  static_cast<int>(offsets[3].item<std::int64_t>()));
   layout.output_row_bytes =
       io::shape_numel(s.output_shape) * static_cast<std::int64_t>(sizeof(float));
   layout.argmax_row_bytes =
@@ -133,14 +146,14 @@ void write_predictions(Inference& runner, const PredictOptions& o, const Predict
 PredictSummary predict(const PredictOptions& o, const comm::MpiSession& session) {
   const auto start = std::chrono::steady_clock::now();
   COHORT_CHECK(o.batch_size >= 1, UsageError, "predict: --batch-size must be >= 1");
-  io::OutputPlan()
-      .read(o.data, "--data")
+  Inference inference(o.model, o.data);  // reads only: the output is checked before any write
+  io::OutputPlan plan;
+  plan.read(o.data, "--data")
       .read(o.model.checkpoint, "--checkpoint")
-      .read(o.model.config, "--config")
       .read(o.model.model_file, "--model")
-      .write(o.out, "--out")
-      .check();
-  Inference inference(o.model, o.data);
+      .read(inference.config_file(), "the run's config");
+  add_inputs(inference.config(), plan);  // the run's dataset, module, transform, weights
+  plan.write(o.out, "--out").check();
   const Task& task = inference.task();
   PredictSummary s;
   s.out = o.out;

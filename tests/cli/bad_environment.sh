@@ -51,4 +51,17 @@ out=$("$bin" env --no-such-option 2>&1); rc=$?
 [ "$rc" = 2 ] || { echo "FAIL: unknown option -> exit $rc: $out"; exit 1; }
 out=$("$bin" no-such-command 2>&1); rc=$?
 [ "$rc" = 2 ] || { echo "FAIL: unknown command -> exit $rc: $out"; exit 1; }
+# Every error, Boost's option errors included, is one `cohort: error:` line (docs/exit-codes.md),
+# and text from outside in it (here an option and a path a user typed, with a terminal escape, a
+# newline and bytes that are not UTF-8) reaches the terminal printable, on that one line.
+out=$("$bin" env $'--bad-\e[31m-option' 2>&1); rc=$?
+[ "$rc" = 2 ] && [ "$(printf '%s\n' "$out" | grep -c '^cohort: error: ')" = 1 ] ||
+  { echo "FAIL: a bad option -> exit $rc, not one 'cohort: error:' line: $out"; exit 1; }
+out=$("$bin" data inspect $'evil\e]0;title\a\nnext\xff.h5' 2>&1); rc=$?
+lines=$(printf '%s\n' "$out" | wc -l)
+if [ "$rc" != 3 ] || [ "$lines" != 1 ] || printf '%s' "$out" | grep -q $'\e' ||
+   ! printf '%s' "$out" | iconv -f UTF-8 -t UTF-8 >/dev/null 2>&1; then
+  echo "FAIL: an outside path in an error -> exit $rc, $lines line(s), not printable: $(printf '%q' "$out")"
+  exit 1
+fi
 echo "all bad environments rejected"

@@ -161,6 +161,17 @@ d = copy_run("rewritten-sealed")
 rewritten_by_h5py(d)
 run("rewritten-sealed: ckpt verify", ["ckpt", "verify", f"{d}/{NEWEST}"], 3,
     ["shard-00000-of-00001.h5", "do not match the manifest's metadata_checksum"])
+# A malformed checksum text in the manifest names its field at parse (not a mismatch later).
+for key in ("metadata_checksum", "checksum"):
+    d = copy_run(f"malformed-{key}")
+    m = manifest_of(d)
+    if key == "checksum":
+        m["tensors"][0]["slices"][0]["checksum"] = "xxh3-64:not-hex-at-all!"
+    else:
+        m["shards"][0]["metadata_checksum"] = "crc32:1234"
+    write_manifest(d, m)
+    run(f"malformed {key}: ckpt verify", ["ckpt", "verify", f"{d}/{NEWEST}"], 3,
+        ["manifest.json", f"field '{key}' is not xxh3-64:<16 hex digits>"])
 d = copy_run("rewritten-by-h5py")
 rewritten_by_h5py(d)
 unsealed(d)

@@ -172,6 +172,38 @@ refused("ckpt export: two --out are one file", ["ckpt", "export", "run/checkpoin
                                                "b.h5", "--out", "cases/../b.h5"], "is the same file as")
 runs += 2
 
+# Outputs against what a command reads through its config or inside an input directory, and a
+# training's own outputs against its inputs and each other (each refused, nothing changed).
+os.makedirs("shards", exist_ok=True)
+must(["data", "make-synthetic", "--kind", "classification", "--samples", "64", "--features", "8",
+      "--classes", "4", "--shards", "2", "--out", "shards"])
+for case, args, needle in [
+        ("predict over the run's config", ["predict", "--checkpoint", "run/checkpoints", "--data",
+                                           "set.h5", "--out", "run/config.resolved.ini"],
+         "is the same file as the run's config"),
+        ("doctor over the training's dataset", ["doctor", "--config", "run.ini", "--output",
+                                                "set.h5"], "is the same file as data.path"),
+        ("split into the shard directory it reads", ["data", "split", "shards", "--train",
+                                                     "shards/train.h5", "--val", "v.h5"],
+         "is inside PATH"),
+        ("export into the checkpoint it reads", ["ckpt", "export", "run/checkpoints", "--out",
+                                                 f"run/checkpoints/{STEP}/model.pt"],
+         "is inside PATH"),
+        ("stage a file over itself", ["data", "stage", "set.h5", "--to", "."],
+         "is the same file as SOURCE"),
+        ("train: monitor.prom_file over the run's metrics", ["train", "--config", "run.ini", "--set",
+                                                            "monitor.prom_file=metrics.jsonl"],
+         "monitor.prom_file is the same file as the run's metrics.jsonl"),
+        ("train: monitor.prom_file over the dataset", ["train", "--config", "run.ini", "--set",
+                                                      "monitor.prom_file=../set.h5"],
+         "monitor.prom_file is the same file as data.path"),
+        ("train: the run directory is the dataset's", ["train", "--config", "run.ini", "--set",
+                                                      "data.path=shards", "--set",
+                                                      "train.run_dir=shards"],
+         "train.run_dir is the same file as data.path")]:
+    refused(case, args, needle)
+    runs += 1
+
 # A run directory whose metrics.jsonl is a link to someone's file: refused, the file unchanged.
 os.makedirs("linked", exist_ok=True)
 os.symlink(os.path.abspath("outside/victim.h5"), "linked/metrics.jsonl")

@@ -74,6 +74,10 @@ std::string step_dir_name(std::int64_t step);
 // other name ("step-00000001-my-backup", "step-old", "step-1", "step-+0000001"). Only such names
 // are ever loaded, listed or deleted by retention; anything else in the directory is left alone.
 std::optional<std::int64_t> parse_step_dir_name(const std::string& name);
+// True for a step directory a save made, damaged or not: a real directory (not a link) holding
+// a "manifest.json" of any kind or a "shard-*-of-*.h5" file. Retention removes, and a save of the
+// same step replaces, only these: a user's own folder of a step's name is left alone.
+bool is_checkpoint_directory(const std::string& path);
 // True only for the exact names an interrupted save leaves: "<step dir>.tmp-<tag>" (tag: digits
 // and '-', see save_checkpoint()) and "latest.tmp-<pid>". clean_partial() removes nothing else.
 bool is_partial_save_name(const std::string& name);

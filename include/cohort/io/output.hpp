@@ -56,9 +56,15 @@ class OutputPlan {
 
 class TemporaryFile {
  public:
-  // The temporary of `final_path`: "<final_path>.tmp-<pid>", beside it (a rename within one
-  // filesystem). Nothing is created yet.
+  // The temporary of `final_path`, beside it (a rename within one filesystem): "<final>.tmp-<pid>",
+  // or "<final>.tmp-<pid>-<serial>" with the first serial whose name is free when a file of that
+  // name is already there (a leftover of a killed run whose pid this one reuses: left alone, and
+  // never in the way). Nothing is created yet.
   explicit TemporaryFile(std::string final_path);
+  // The name a process `pid` gives its temporary of `final_path` at `serial` (a collective
+  // writer's other ranks find rank 0's by it).
+  static std::string name_for(const std::string& final_path, long pid, int serial);
+  int serial() const { return serial_; }
   ~TemporaryFile();
   TemporaryFile(const TemporaryFile&) = delete;
   TemporaryFile& operator=(const TemporaryFile&) = delete;
@@ -80,15 +86,17 @@ class TemporaryFile {
  private:
   std::string final_path_;
   std::string path_;
+  int serial_ = 0;
   bool created_ = false;
 };
 
 // A file a run keeps writing in its own directory over its life (metrics.jsonl, a TensorBoard
 // event file), written in place by design. Opened without following a link (O_NOFOLLOW) and
 // without blocking, regular files only: a link, a FIFO or a directory at the name is refused as
-// an IoError and left as it was. kAppend creates the file or appends to it; kReplace creates it or
-// empties the regular file of that name (the run's own, from a run it replaces); kNew creates it,
-// and refuses any file already there. Writes go straight to the file (write(2), O_APPEND).
+// an IoError and left as it was. kAppend creates the file or appends to it; kReplace writes a new
+// file renamed over the regular file of that name (the run's own, from a run it replaces: never
+// emptied in place, so a hard link to it elsewhere keeps what it held); kNew creates it, and
+// refuses any file already there. Writes go straight to the file (write(2)).
 class RunFile {
  public:
   enum class Mode { kAppend, kReplace, kNew };

@@ -12,6 +12,7 @@
 
 #include <string>
 
+#include "cohort/io/output.hpp"
 #include "cohort/train/config.hpp"
 
 namespace cohort::train {
@@ -21,6 +22,16 @@ namespace cohort::train {
 // torchscript model (ConfigError, exit 2, as the model's own check) and data.transform (IoError)
 // regular files.
 void check_input_paths(const TrainConfig& config);
+
+// Every file the training reads, by its key (data.path, data.val_path, data.transform, model.file
+// for the torchscript model, model.init_from), for a command's io::OutputPlan.
+void add_inputs(const TrainConfig& config, io::OutputPlan& plan);
+
+// The files and directories a training writes (train.run_dir with its config.resolved.ini and
+// metrics.jsonl, monitor.prom_file, monitor.tensorboard_dir, the checkpoint directory) checked
+// against its inputs and each other before any rank starts (UsageError naming the key): a
+// prom_file over the run's metrics or over the dataset, a run directory that is the dataset's.
+void check_training_outputs(const TrainConfig& config);
 
 // Which `cohort data import` makes an HDF5 dataset of the file at `path`, from its first bytes
 // or its name ("" when it looks like none of their sources: perhaps a dataset).

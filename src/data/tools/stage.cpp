@@ -4,21 +4,26 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <vector>
 
 #include "cohort/data/tools.hpp"
 #include "cohort/env/environment.hpp"
 #include "cohort/error.hpp"
 #include "cohort/io/checksum.hpp"
 #include "cohort/io/files.hpp"
+#include "cohort/io/input.hpp"
+#include "cohort/io/output.hpp"
 #include "cohort/io/unique_fd.hpp"
 
 extern char** environ;
@@ -62,12 +67,26 @@ std::string run_process(const std::vector<std::string>& argv) {
   return out;
 }
 
+// Through the one way in and the one way out: read from the checked source, written into a
+// temporary created exclusively beside `to`, renamed over it (never through a link).
 void copy_file(const std::string& from, const std::string& to) {
-  const std::string temp = to + ".tmp-" + std::to_string(::getpid());
-  std::error_code error;
-  fs::copy_file(from, temp, fs::copy_options::overwrite_existing, error);
-  COHORT_CHECK(!error, IoError, "stage: cannot copy ", from, " to ", temp, ": ", error.message());
-  io::commit_file(temp, to);  // durable; removes the temporary if it fails
+  const auto in = io::InputFile::open(from, std::numeric_limits<std::int64_t>::max());
+  io::TemporaryFile temporary(to);
+  const UniqueFd out = temporary.create();
+  std::vector<char> buffer(1 << 20);
+  for (std::int64_t done = 0; done < in.size();) {
+    const auto want = static_cast<std::size_t>(
+        std::min<std::int64_t>(static_cast<std::int64_t>(buffer.size()), in.size() - done));
+    io::read_at(in.fd(), done, buffer.data(), want, from);
+    for (std::size_t written = 0; written < want;) {
+      const ssize_t n = ::write(out.get(), buffer.data() + written, want - written);
+      COHORT_CHECK(n > 0 || errno == EINTR, IoError, "stage: cannot write ", temporary.path(), ": ",
+                   std::strerror(errno));
+      if (n > 0) written += static_cast<std::size_t>(n);
+    }
+    done += static_cast<std::int64_t>(want);
+  }
+  temporary.commit();  // durable; removes the temporary if it fails
 }
 
 std::vector<std::string> srun_per_node(const std::vector<std::string>& command) {
@@ -139,16 +158,27 @@ StageResult stage(const std::string& source, const std::string& dest_dir,
     staged.checksum = io::file_checksum(file);
     result.files.push_back(staged);
   }
+  // Never a file staged over itself or over another input (the node-local place of an sbcast run
+  // may not exist here: then only the sources are compared, where it does).
+  const bool slurm = env::Environment::from_process().has("SLURM_JOB_ID");
+  if (!slurm) io::make_directories(target_dir);
+  io::OutputPlan plan;
+  std::error_code error;
+  const bool here = fs::is_directory(target_dir, error);
+  for (const auto& f : result.files) {
+    plan.read(f.source, "SOURCE");
+    if (here) plan.write(f.destination, "--to");
+  }
+  plan.check();
   std::vector<std::string> check{cohort_exe, "data", "checksum"};
   for (const auto& f : result.files) check.push_back(f.destination);
-  if (env::Environment::from_process().has("SLURM_JOB_ID")) {
+  if (slurm) {
     result.method = "sbcast";
     run_process(srun_per_node({"mkdir", "-p", target_dir}));
     for (const auto& f : result.files) run_process({"sbcast", "--force", f.source, f.destination});
     result.nodes = verify(run_process(srun_per_node(check)), result.files);
   } else {
     result.method = "copy";
-    io::make_directories(target_dir);
     for (const auto& f : result.files) copy_file(f.source, f.destination);
     result.nodes = verify(run_process(check), result.files);
   }
