@@ -50,13 +50,17 @@ Identity identity_of(const std::string& path) {
   return id;
 }
 
-// Whether `place` (a resolved path, Identity::place) lies below the directory `input`.
-bool below(const std::string& place, const std::string& input) {
+// Whether `place` (a resolved path, Identity::place) is among what a reader of the directory
+// `input` reads: a file directly in it (a dataset's shards are its top-level files), or a file
+// of a checkpoint's step directory in it ("step-*", removed whole by retention). Deeper places
+// (a run directory kept inside a dataset's) are not.
+bool read_with(const std::string& place, const std::string& input) {
   std::error_code error;
   const auto directory = std::filesystem::canonical(input, error);
   if (error) return false;
-  const std::string prefix = directory.string() == "/" ? "/" : directory.string() + "/";
-  return place.rfind(prefix, 0) == 0;
+  const std::filesystem::path parent = std::filesystem::path(place).parent_path();
+  return parent == directory ||
+         (parent.parent_path() == directory && parent.filename().string().rfind("step-", 0) == 0);
 }
 
 bool same_file(const Identity& a, const Identity& b) {
@@ -64,9 +68,10 @@ bool same_file(const Identity& a, const Identity& b) {
   return a.place == b.place;
 }
 
-// The files of an input directory (a dataset's shards, a checkpoint), as inputs too: by device
-// and inode, so that a hard or symbolic link to one of them is one of them. At most kMaxWalked
-// entries are looked at (a run directory's checkpoints hold thousands, not millions).
+// The files of an input directory (a dataset's shards, a checkpoint's steps), as inputs too: by
+// device and inode, so that a hard or symbolic link to one of them is one of them. Two levels
+// (shards; step directories' shards) and at most kMaxWalked entries are looked at: every rank
+// checks before it starts, and a parallel filesystem's metadata server serves them all.
 constexpr int kMaxWalked = 100000;
 
 void add_files_below(const std::string& directory, std::vector<Identity>& ids) {
@@ -76,6 +81,7 @@ void add_files_below(const std::string& directory, std::vector<Identity>& ids) {
   int walked = 0;
   for (; !error && it != std::filesystem::recursive_directory_iterator() && walked < kMaxWalked;
        it.increment(error), ++walked) {
+    if (it.depth() >= 1) it.disable_recursion_pending();
     struct stat st {};
     if (::stat(it->path().c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
       ids.push_back({true, st.st_dev, st.st_ino, it->path().string()});
@@ -159,16 +165,20 @@ void OutputPlan::check() const {
       }
       // A new file among an input directory's (a dataset's shards, a checkpoint's step) would be
       // read as one of them, or removed with them.
-      COHORT_CHECK(!directory || outputs_[i].kind != Kind::kFile || !below(ids[i].place, in.path),
-                   UsageError, outputs_[i].path, ": ", outputs_[i].label, " is inside ", in.label,
-                   " (the directory ", in.path,
-                   "), which the command reads whole; write the output elsewhere");
+      COHORT_CHECK(
+          !directory || outputs_[i].kind != Kind::kFile || !read_with(ids[i].place, in.path),
+          UsageError, outputs_[i].path, ": ", outputs_[i].label, " is inside ", in.label,
+          " (the directory ", in.path,
+          "), which the command reads whole; write the output elsewhere");
     }
   }
   for (std::size_t i = 0; i < outputs_.size(); ++i) {
     for (std::size_t j = 0; j < i; ++j) {
-      COHORT_CHECK(!same_file(ids[i], ids[j]), UsageError, outputs_[i].path, ": ",
-                   outputs_[i].label, " is the same file as ", outputs_[j].label, " (",
+      // Two directories may be one (event files beside the run's files): their files differ.
+      const bool both_directories =
+          outputs_[i].kind == Kind::kDirectory && outputs_[j].kind == Kind::kDirectory;
+      COHORT_CHECK(both_directories || !same_file(ids[i], ids[j]), UsageError, outputs_[i].path,
+                   ": ", outputs_[i].label, " is the same file as ", outputs_[j].label, " (",
                    outputs_[j].path, "): give each output its own name");
     }
   }
@@ -182,9 +192,10 @@ std::string TemporaryFile::name_for(const std::string& final_path, long pid, int
 TemporaryFile::TemporaryFile(std::string final_path) : final_path_(std::move(final_path)) {
   constexpr int kSerials = 1000;  // leftovers of as many killed runs of this pid
   struct stat st {};
-  do {
+  for (;; ++serial_) {  // the last serial's name even when taken: create() then says so
     path_ = name_for(final_path_, ::getpid(), serial_);
-  } while (::lstat(path_.c_str(), &st) == 0 && ++serial_ < kSerials);
+    if (::lstat(path_.c_str(), &st) != 0 || serial_ + 1 == kSerials) break;
+  }
 }
 
 TemporaryFile::~TemporaryFile() { discard(); }

@@ -79,7 +79,8 @@ struct Monitor::TensorBoard {
   std::chrono::steady_clock::time_point flushed{};
   std::vector<std::pair<std::string, double>> values;
 
-  TensorBoard(const std::string& dir, std::int64_t resume_step) : writer(dir, resume_step) {}
+  TensorBoard(const std::string& dir, std::int64_t resume_step, const std::string& run_dir)
+      : writer(dir, resume_step, run_dir) {}
   void write(std::int64_t step, bool flush_now) {
     writer.scalars(step, values);
     values.clear();
@@ -122,7 +123,8 @@ Monitor::Monitor(MonitorOptions options, comm::Communicator& control,
     if (!options_.tensorboard_dir.empty()) {
       std::filesystem::path dir(options_.tensorboard_dir);
       if (dir.is_relative()) dir = std::filesystem::path(options_.run_dir) / dir;
-      tensorboard_ = std::make_unique<TensorBoard>(dir.string(), options_.resume_step);
+      tensorboard_ =
+          std::make_unique<TensorBoard>(dir.string(), options_.resume_step, options_.run_dir);
     }
     JsonlSink* sink = jsonl_.get();
     comm::set_timeout_observer([sink](const std::string& message) {

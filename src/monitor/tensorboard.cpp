@@ -13,6 +13,7 @@
 #include <string_view>
 
 #include "cohort/error.hpp"
+#include "cohort/io/checksum.hpp"
 #include "cohort/io/files.hpp"
 #include "cohort/io/text.hpp"
 #include "cohort/io/unique_fd.hpp"
@@ -116,18 +117,27 @@ std::int64_t cut_events_after(const std::string& path, std::int64_t step) {
   return kept;
 }
 
-TensorBoardWriter::TensorBoardWriter(const std::string& dir, std::int64_t resume_step) {
+std::string run_tag(const std::string& run_dir) {
+  std::error_code error;
+  auto path = std::filesystem::weakly_canonical(std::filesystem::absolute(run_dir, error), error);
+  const std::string text = error ? run_dir : path.string();
+  const std::string sum = io::bytes_checksum(text.data(), text.size());  // "xxh3-64:<16 hex>"
+  return sum.substr(sum.size() - 8);
+}
+
+TensorBoardWriter::TensorBoardWriter(const std::string& dir, std::int64_t resume_step,
+                                     const std::string& run_dir) {
   io::make_directories(dir);
+  const std::string suffix = "." + run_tag(run_dir) + kSuffix;  // this run's files only
   std::error_code error;
   for (const auto& entry : std::filesystem::directory_iterator(dir, error)) {
     const std::string name = entry.path().filename().string();
-    const bool ours =
-        name.rfind("events.out.tfevents.", 0) == 0 && name.size() > std::strlen(kSuffix) &&
-        name.compare(name.size() - std::strlen(kSuffix), std::string::npos, kSuffix) == 0;
+    const bool ours = name.rfind("events.out.tfevents.", 0) == 0 && name.size() > suffix.size() &&
+                      name.compare(name.size() - suffix.size(), std::string::npos, suffix) == 0;
     if (ours) cut_events_after(entry.path().string(), resume_step);
   }
   path_ = dir + "/events.out.tfevents." + std::to_string(static_cast<std::int64_t>(wall_time())) +
-          "." + host_name() + "." + std::to_string(::getpid()) + kSuffix;
+          "." + host_name() + "." + std::to_string(::getpid()) + suffix;
   file_.emplace(path_, io::RunFile::Mode::kNew);
   tensorboard::Event event;
   event.set_wall_time(wall_time());

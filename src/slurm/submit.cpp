@@ -15,9 +15,13 @@
 namespace cohort::slurm {
 namespace {
 
+// std::regex recurses once per character of the value: bounded first (the longest valid value is
+// 64 characters), so a user's value cannot overflow the stack.
 void check_value(const std::string& value, const char* pattern, const char* option) {
-  COHORT_CHECK(std::regex_match(value, std::regex(pattern)), UsageError, "cohort submit: ", option,
-               " '", value, "' is not valid (expected ", pattern, ")");
+  constexpr std::size_t kMaxValue = 64;
+  COHORT_CHECK(value.size() <= kMaxValue && std::regex_match(value, std::regex(pattern)),
+               UsageError, "cohort submit: ", option, " '", value.substr(0, kMaxValue),
+               value.size() > kMaxValue ? "...'" : "'", " is not valid (expected ", pattern, ")");
 }
 
 // "#SBATCH --name=value" for every option the user gave, validated.

@@ -142,18 +142,21 @@ void check_training_outputs(const TrainConfig& config) {
   const auto in_run = [&run](const std::string& path) {
     return path.empty() || path.front() == '/' ? path : run + "/" + path;
   };
+  // Nothing is made here: in a run directory not there yet, the run's files are new names that
+  // can be no input (the directory itself is checked).
   std::error_code error;
-  // A new run's directory is made first (as the run would make it), so that the files in it can
-  // be checked as files in a directory; one that is there is checked as it is.
-  if (!run.empty() && !fs::exists(fs::symlink_status(run, error))) io::make_directories(run);
+  const bool run_there = fs::is_directory(run, error);
   io::OutputPlan plan;
   add_inputs(config, plan);
   plan.write(run, "train.run_dir", Kind::kDirectory)
-      .write(run + "/config.resolved.ini", "the run's config.resolved.ini")
-      .write(run + "/metrics.jsonl", "the run's metrics.jsonl")
       .write(config.checkpoint_dir(), "checkpoint.dir", Kind::kDirectory);
-  if (!config.monitor.prom_file.empty()) {
-    plan.write(in_run(config.monitor.prom_file), "monitor.prom_file");
+  if (run_there) {
+    plan.write(run + "/config.resolved.ini", "the run's config.resolved.ini")
+        .write(run + "/metrics.jsonl", "the run's metrics.jsonl");
+  }
+  const std::string& prom = config.monitor.prom_file;  // outside the run when absolute
+  if (!prom.empty() && (run_there || prom.front() == '/')) {
+    plan.write(in_run(prom), "monitor.prom_file");
   }
   if (!config.monitor.tensorboard_dir.empty()) {
     plan.write(in_run(config.monitor.tensorboard_dir), "monitor.tensorboard_dir", Kind::kDirectory);

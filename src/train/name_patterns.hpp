@@ -2,11 +2,12 @@
 // model.init_prefix_map), parsed and checked without LibTorch, so that `cohort config check`
 // (the light executable) validates them as `cohort train` does.
 //
-// Their patterns are RE2's (linear time in the name, no backtracking and no recursion: its parser
-// refuses nesting deeper than 1000, its compiled program is bounded to kMaxPatternMemory), so a
-// deeply nested or adversarial pattern from a config is refused in one line, never a stack
-// overflow or an exponential match. RE2 keeps Perl's syntax for what names need (classes,
-// anchors, alternation, repetition) and has no backreferences or lookaround.
+// Their patterns are RE2's (linear time in the name, no backtracking, and parsed, compiled and
+// freed with explicit stacks rather than recursion; the text is bounded to kMaxPatternBytes and
+// the compiled program to kMaxPatternMemory), so a deeply nested or adversarial pattern from a
+// config is matched or refused in one line, never a stack overflow or an exponential match. RE2
+// keeps Perl's syntax for what names need (classes, anchors, alternation, repetition) and has no
+// backreferences or lookaround.
 #pragma once
 
 #include <cstddef>

@@ -117,7 +117,7 @@ void write_predictions(Inference& runner, const PredictOptions& o, const Predict
       offsets[1] = layout.argmax;
       offsets[2] = static_cast<std::int64_t>(::getpid());
       offsets[3] = temporary->serial();
-    } catch (const Error&) {
+    } catch (...) {  // rethrown below, once every rank has the verdict
       failure = std::current_exception();
     }
   }

@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <regex>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -24,9 +23,21 @@ namespace {
 
 // "__torch__.Net___torch_mangle_3" -> "__torch__.Net": the suffix a class gets when the same
 // Python class is scripted twice in one process.
+// A loop, not std::regex: the text comes from a user's file, and std::regex recurses per
+// character matched.
 std::string unmangled(const std::string& text) {
-  static const std::regex mangle("___torch_mangle_[0-9]+");
-  return std::regex_replace(text, mangle, "");
+  static const std::string kMangle = "___torch_mangle_";
+  std::string out;
+  std::size_t at = 0;
+  for (std::size_t hit = text.find(kMangle); hit != std::string::npos;
+       hit = text.find(kMangle, at)) {
+    std::size_t end = hit + kMangle.size();
+    while (end < text.size() && text[end] >= '0' && text[end] <= '9') ++end;
+    const bool digits = end > hit + kMangle.size();
+    out.append(text, at, (digits ? hit : end) - at);  // without digits: not a mangle, kept
+    at = end;
+  }
+  return out.append(text, at, std::string::npos);
 }
 
 std::string tensor_line(const char* what, const std::string& name, const at::Tensor& t) {

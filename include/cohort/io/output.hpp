@@ -7,7 +7,8 @@
 //   - an output that is the same file as an input or as another output: the same device and inode
 //     once links are followed, or, for a file not there yet, the same place once its directory's
 //     links are resolved (a command never overwrites what it reads); an input that is a directory
-//     (shards, a checkpoint) holds inputs: an existing file anywhere below it is one;
+//     (shards, a checkpoint) holds inputs: its files and its step directories' files are inputs,
+//     and a new file among them is refused too (it would be read or removed with them);
 //   - an output that is a directory, a FIFO, a socket or a device, or a link to nothing;
 //   - an output file whose directory does not exist or cannot be written.
 // An output that is a symbolic link to a file is replaced by the new file, as mv(1) replaces it:
