@@ -10,6 +10,7 @@
 #include <type_traits>
 
 #include "cohort/error.hpp"
+#include "cohort/io/checksum.hpp"
 #include "common/checked_math.hpp"
 #include "common/json_limits.hpp"
 
@@ -57,10 +58,8 @@ T field(const Json& object, const char* key, const std::string& where) {
 // its field here rather than reading later as a mismatch.
 std::string checksum_field(const Json& object, const char* key, const std::string& where) {
   std::string text = field<std::string>(object, key, where);
-  const std::string prefix = "xxh3-64:";
-  COHORT_CHECK(text.size() == prefix.size() + 16 && text.rfind(prefix, 0) == 0 &&
-                   text.find_first_not_of("0123456789abcdef", prefix.size()) == std::string::npos,
-               IoError, where, ": field '", key, "' is not xxh3-64:<16 hex digits>");
+  COHORT_CHECK(io::is_checksum(text), IoError, where, ": field '", key,
+               "' is not xxh3-64:<16 hex digits>");
   return text;
 }
 

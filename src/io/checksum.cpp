@@ -57,12 +57,15 @@ std::string format_checksum(std::uint64_t hash) {
   return text;
 }
 
-std::uint64_t parse_checksum(const std::string& text) {
+bool is_checksum(const std::string& text) {
   const std::string prefix = kPrefix;
-  const bool hex = text.find_first_not_of("0123456789abcdef", prefix.size()) == std::string::npos;
-  COHORT_CHECK(text.rfind(prefix, 0) == 0 && text.size() == prefix.size() + 16 && hex, IoError,
-               "malformed checksum '", text, "'");
-  return std::stoull(text.substr(prefix.size()), nullptr, 16);
+  return text.rfind(prefix, 0) == 0 && text.size() == prefix.size() + 16 &&
+         text.find_first_not_of("0123456789abcdef", prefix.size()) == std::string::npos;
+}
+
+std::uint64_t parse_checksum(const std::string& text) {
+  COHORT_CHECK(is_checksum(text), IoError, "malformed checksum '", text, "'");
+  return std::stoull(text.substr(std::string(kPrefix).size()), nullptr, 16);
 }
 
 std::string file_checksum(const std::string& path) {

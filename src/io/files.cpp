@@ -36,17 +36,20 @@ std::string parent_of(const std::string& path) {
 void write_all(const std::string& path, std::string_view text, bool sync) {
   UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
   COHORT_CHECK(fd.get() >= 0, IoError, path, ": cannot create: ", std::strerror(errno));
-  std::size_t done = 0;
-  while (done < text.size()) {
-    const ssize_t n = ::write(fd.get(), text.data() + done, text.size() - done);
-    COHORT_CHECK(n > 0 || errno == EINTR, IoError, path, ": write failed: ", std::strerror(errno));
-    if (n > 0) done += static_cast<std::size_t>(n);
-  }
+  write_fully(fd.get(), text, path);
   COHORT_CHECK(!sync || ::fsync(fd.get()) == 0, IoError, path,
                ": fsync failed: ", std::strerror(errno));
 }
 
 }  // namespace
+
+void write_fully(int fd, std::string_view text, const std::string& path) {
+  for (std::size_t done = 0; done < text.size();) {
+    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    COHORT_CHECK(n > 0 || errno == EINTR, IoError, path, ": write failed: ", std::strerror(errno));
+    if (n > 0) done += static_cast<std::size_t>(n);
+  }
+}
 
 void write_file_synced(const std::string& path, std::string_view text) {
   write_all(path, text, /*sync=*/true);

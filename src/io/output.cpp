@@ -213,11 +213,7 @@ UniqueFd TemporaryFile::create() {
 
 void TemporaryFile::write(std::string_view text) {
   const UniqueFd fd = create();
-  for (std::size_t done = 0; done < text.size();) {
-    const ssize_t n = ::write(fd.get(), text.data() + done, text.size() - done);
-    COHORT_CHECK(n > 0 || errno == EINTR, IoError, path_, ": write failed: ", std::strerror(errno));
-    if (n > 0) done += static_cast<std::size_t>(n);
-  }
+  write_fully(fd.get(), text, path_);
 }
 
 void TemporaryFile::commit(Durability durability) {
@@ -260,12 +256,6 @@ RunFile::RunFile(std::string path, Mode mode) : path_(std::move(path)) {
   if (status >= 0) ::fcntl(fd_.get(), F_SETFL, status & ~O_NONBLOCK);
 }
 
-void RunFile::write(std::string_view text) {
-  for (std::size_t done = 0; done < text.size();) {
-    const ssize_t n = ::write(fd_.get(), text.data() + done, text.size() - done);
-    COHORT_CHECK(n > 0 || errno == EINTR, IoError, path_, ": write failed: ", std::strerror(errno));
-    if (n > 0) done += static_cast<std::size_t>(n);
-  }
-}
+void RunFile::write(std::string_view text) { write_fully(fd_.get(), text, path_); }
 
 }  // namespace cohort::io

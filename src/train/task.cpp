@@ -173,11 +173,11 @@ at::Tensor Task::values_loss(const at::Tensor& out, const at::Tensor& target, bo
 
 at::Tensor Task::loss(const at::Tensor& output, const at::Tensor& targets) const {
   const auto shape = output.sizes().vec();
-  // One floating-point row per sample: a model that drops or adds rows would otherwise meet its
-  // targets inside LibTorch's loss, with LibTorch's message or a silent broadcast.
-  COHORT_CHECK(output.dim() >= 1 && targets.dim() >= 1 && shape[0] == targets.size(0) &&
-                   at::isFloatingType(output.scalar_type()),
-               ConfigError, "the model returned ", io::shape_text(shape), " ",
+  // One row per sample (the type and gradient are the step's check, trainable()): a model that
+  // drops or adds rows would otherwise meet its targets inside LibTorch's loss, with LibTorch's
+  // message or a silent broadcast.
+  COHORT_CHECK(output.dim() >= 1 && targets.dim() >= 1 && shape[0] == targets.size(0), ConfigError,
+               "the model returned ", io::shape_text(shape), " ",
                c10::toString(output.scalar_type()), " for a batch of ",
                targets.dim() >= 1 ? targets.size(0) : 0, " samples of ", dataset_,
                "; one floating-point row per sample is expected");

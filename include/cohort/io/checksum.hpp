@@ -10,6 +10,8 @@
 namespace cohort::io {
 
 std::string format_checksum(std::uint64_t hash);
+// Whether `text` is "xxh3-64:<16 lower-case hex digits>", what format_checksum() writes.
+bool is_checksum(const std::string& text);
 // The hash of a "xxh3-64:<16 lower-case hex digits>" text; IoError quoting it otherwise.
 std::uint64_t parse_checksum(const std::string& text);
 // "xxh3-64:<16 hex digits>" of the bytes.

@@ -29,6 +29,9 @@ void write_file_atomically(const std::string& path, std::string_view text,
 void commit_file(const std::string& temporary, const std::string& path,
                  Durability durability = Durability::kDurable);
 
+// write(2) of all of `text` to `fd` (a short write continues, EINTR retried); IoError naming
+// `path`. The one write loop of every writer in io and its callers.
+void write_fully(int fd, std::string_view text, const std::string& path);
 // Writes `text` to `path` (truncating), then fsyncs it.
 void write_file_synced(const std::string& path, std::string_view text);
 // Reopens a closed file to fsync it (HDF5 closes its own descriptor).

@@ -78,12 +78,7 @@ void copy_file(const std::string& from, const std::string& to) {
     const auto want = static_cast<std::size_t>(
         std::min<std::int64_t>(static_cast<std::int64_t>(buffer.size()), in.size() - done));
     io::read_at(in.fd(), done, buffer.data(), want, from);
-    for (std::size_t written = 0; written < want;) {
-      const ssize_t n = ::write(out.get(), buffer.data() + written, want - written);
-      COHORT_CHECK(n > 0 || errno == EINTR, IoError, "stage: cannot write ", temporary.path(), ": ",
-                   std::strerror(errno));
-      if (n > 0) written += static_cast<std::size_t>(n);
-    }
+    io::write_fully(out.get(), std::string_view(buffer.data(), want), temporary.path());
     done += static_cast<std::int64_t>(want);
   }
   temporary.commit();  // durable; removes the temporary if it fails

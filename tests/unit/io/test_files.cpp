@@ -15,24 +15,15 @@
 #include "cohort/io/checksum.hpp"
 #include "cohort/io/files.hpp"
 #include "cohort/io/input.hpp"
+#include "scratch.hpp"
 
 namespace fs = std::filesystem;
 namespace io = cohort::io;
 
 namespace {
 
-fs::path fresh_dir(const std::string& name) {
-  const auto dir =
-      fs::temp_directory_path() / ("cohort-io-" + name + "-" + std::to_string(getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
-
-std::string read(const fs::path& path) {
-  std::ifstream in(path);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
+using cohort::test::fresh_dir;
+using cohort::test::read;
 
 int entries(const fs::path& dir) {
   int n = 0;

@@ -12,24 +12,15 @@
 #include "cohort/error.hpp"
 #include "cohort/io/files.hpp"
 #include "cohort/io/output.hpp"
+#include "scratch.hpp"
 
 namespace fs = std::filesystem;
 namespace io = cohort::io;
 
 namespace {
 
-fs::path fresh_dir(const std::string& name) {
-  const auto dir =
-      fs::temp_directory_path() / ("cohort-output-" + name + "-" + std::to_string(getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
-
-std::string read(const fs::path& path) {
-  std::ifstream in(path);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
+using cohort::test::fresh_dir;
+using cohort::test::read;
 
 void write(const fs::path& path, const std::string& text) { std::ofstream(path) << text; }
 
@@ -52,7 +43,7 @@ bool has(const std::string& text, const std::string& needle) {
 BOOST_AUTO_TEST_SUITE(io_output)
 
 BOOST_AUTO_TEST_CASE(an_output_that_is_an_input_through_any_name_is_refused) {
-  const auto dir = fresh_dir("same");
+  const auto dir = fresh_dir("output-same");
   const std::string in = (dir / "in.h5").string();
   write(in, "data");
   fs::create_hard_link(in, dir / "hard.h5");
@@ -78,7 +69,7 @@ BOOST_AUTO_TEST_CASE(an_output_that_is_an_input_through_any_name_is_refused) {
 }
 
 BOOST_AUTO_TEST_CASE(two_outputs_that_are_one_file_are_refused_before_either_exists) {
-  const auto dir = fresh_dir("pair");
+  const auto dir = fresh_dir("output-pair");
   const auto a = (dir / "a.h5").string();
   const auto why =
       refusal(io::OutputPlan().write(a, "--train").write((dir / "." / "a.h5").string(), "--val"));
@@ -88,7 +79,7 @@ BOOST_AUTO_TEST_CASE(two_outputs_that_are_one_file_are_refused_before_either_exi
 }
 
 BOOST_AUTO_TEST_CASE(an_output_that_is_not_a_replaceable_file_is_refused_saying_what_it_is) {
-  const auto dir = fresh_dir("kinds");
+  const auto dir = fresh_dir("output-kinds");
   fs::create_directories(dir / "folder");
   BOOST_REQUIRE(::mkfifo((dir / "fifo").c_str(), 0600) == 0);
   fs::create_symlink("nowhere/x.h5", dir / "dangling");
@@ -114,7 +105,7 @@ BOOST_AUTO_TEST_CASE(an_output_that_is_not_a_replaceable_file_is_refused_saying_
 }
 
 BOOST_AUTO_TEST_CASE(a_temporary_never_writes_through_or_removes_what_is_at_its_name) {
-  const auto dir = fresh_dir("temporary");
+  const auto dir = fresh_dir("output-temporary");
   const auto victim = dir / "victim";
   write(victim, "someone's");
   const auto out = (dir / "out.h5").string();
@@ -150,7 +141,7 @@ BOOST_AUTO_TEST_CASE(a_temporary_never_writes_through_or_removes_what_is_at_its_
 }
 
 BOOST_AUTO_TEST_CASE(a_run_file_refuses_links_and_non_files_and_appends_or_replaces_its_own) {
-  const auto dir = fresh_dir("run");
+  const auto dir = fresh_dir("output-run");
   const auto victim = dir / "victim";
   write(victim, "someone's");
   fs::create_symlink(victim, dir / "linked.jsonl");
