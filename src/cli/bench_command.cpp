@@ -171,10 +171,12 @@ int bench_io(const std::vector<std::string>& args) {
   data::IoBenchOptions o;
   po::options_description desc("cohort bench io options");
   desc.add_options()("help,h", "show this help")("json", "print JSON")(
-      "dataset", po::value(&o.dataset), "dataset to read (default: a synthetic set of --kind)")(
+      "dataset", path_value(&o.dataset, PathKind::kFileOrDirectory),
+      "dataset to read (default: a synthetic set of --kind)")(
       "kind", po::value(&o.kind)->default_value(o.kind),
       "synthetic set: images | fields (ragged tokens, an image and features per sample)")(
-      "workdir", po::value(&o.workdir)->default_value(o.workdir), "where the synthetic set goes")(
+      "workdir", path_value(&o.workdir, PathKind::kOutputDirectory)->default_value(o.workdir),
+      "where the synthetic set goes")(
       "samples", po::value(&o.synthetic_samples)->default_value(o.synthetic_samples),
       "synthetic set size")("channels", po::value(&o.channels)->default_value(o.channels),
                             "synthetic image channels")(
@@ -271,7 +273,7 @@ int bench_ckpt(const std::vector<std::string>& args, int* argc, char*** argv) {
   train::CkptBenchOptions o;
   po::options_description desc("cohort bench ckpt options");
   desc.add_options()("help,h", "show this help")("json", "print JSON")(
-      "dir", po::value(&o.dir)->default_value(o.dir),
+      "dir", path_value(&o.dir, PathKind::kOutputDirectory)->default_value(o.dir),
       "file system to measure (a fresh subdirectory)")("hidden", po::value(&o.hidden)->multitoken(),
                                                        "MLP hidden widths (default 4096 4096)")(
       "features", po::value(&o.features)->default_value(o.features), "MLP input width")(
@@ -334,7 +336,7 @@ int bench_monitor(const std::vector<std::string>& args, int* argc, char*** argv)
   train::MonitorBenchOptions o;
   po::options_description desc("cohort bench monitor options");
   desc.add_options()("help,h", "show this help")("json", "print JSON")(
-      "dir", po::value(&o.dir)->default_value(o.dir),
+      "dir", path_value(&o.dir, PathKind::kOutputDirectory)->default_value(o.dir),
       "where the data and runs go (a fresh subdirectory)")(
       "hidden", po::value(&o.hidden)->multitoken(), "MLP hidden widths (default 1024 1024)")(
       "steps", po::value(&o.steps)->default_value(o.steps), "steps per run")(

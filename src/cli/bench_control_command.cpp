@@ -22,7 +22,8 @@ int bench_control(const std::vector<std::string>& args, int* argc, char*** argv)
   desc.add_options()("help,h", "show this help")("json", "print JSON")(
       "tensors", po::value(&o.tensors)->default_value(o.tensors), "checkpoint tensors per rank")(
       "repeats", po::value(&o.repeats)->default_value(o.repeats), "medians of this many")(
-      "dir", po::value(&o.dir)->default_value(o.dir), "where the checkpoint is written");
+      "dir", path_value(&o.dir, PathKind::kOutputDirectory)->default_value(o.dir),
+      "where the checkpoint is written");
   po::variables_map vm;
   po::store(po::command_line_parser(args).options(desc).run(), vm);
   po::notify(vm);

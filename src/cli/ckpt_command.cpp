@@ -25,7 +25,8 @@ struct Args {
 bool parse(const std::vector<std::string>& args, const char* usage, Args* out) {
   po::options_description desc("options");
   desc.add_options()("help,h", "show this help")("json", "print JSON")(
-      "path", po::value(&out->path)->required(), "checkpoint directory or step directory");
+      "path", path_value(&out->path, PathKind::kDirectory)->required(),
+      "checkpoint directory or step directory");
   po::positional_options_description positional;
   positional.add("path", 1);
   po::variables_map vm;

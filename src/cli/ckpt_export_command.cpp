@@ -22,14 +22,15 @@ int export_files(const std::vector<std::string>& args) {
   ckpt::ExportOptions options;
   po::options_description desc("options");
   desc.add_options()("help,h", "show this help")("json", "print JSON")(
-      "path", po::value(&path)->required(), "checkpoint directory or step directory")(
-      "out,o", po::value(&outs)->required(),
+      "path", path_value(&path, PathKind::kDirectory)->required(),
+      "checkpoint directory or step directory")(
+      "out,o", path_value(&outs, PathKind::kOutputFile)->required(),
       "output file, repeatable: .pt/.pth (torch.load) or .h5/.hdf5 (HDF5)")(
       "prefix", po::value(&options.prefix)->default_value("model."),
       "export the tensors whose names start with this (\"\" for the whole training state)")(
       "keep-names", "keep the prefix in the exported names")(
       "no-verify", "do not check the slices against their checksums")(
-      "torchscript", po::value(&options.torchscript),
+      "torchscript", path_value(&options.torchscript, PathKind::kFile),
       "write this TorchScript module with the checkpoint's weights")(
       "run-module",
       "the same into the module the run kept (module.pt in its checkpoint directory)");

@@ -7,6 +7,7 @@
 // kTorchCommands. `cohort-torch` runs only those. docs/building.md, "The two executables".
 #pragma once
 
+#include <boost/program_options/value_semantic.hpp>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -25,6 +26,19 @@ namespace cohort::cli {
 // For every dump() of --json output: text that is not UTF-8 (a path, an HDF5 attribute, a host
 // name) becomes U+FFFD instead of stopping the command with nlohmann's type_error.
 inline constexpr auto kJsonReplace = nlohmann::json::error_handler_t::replace;
+
+// What an option that names a path names, shown by --help in place of Boost's "arg": FILE, DIR,
+// PATH (a file or a directory) are read; OUT and OUTDIR are written. Every path option is declared
+// through path_value(), so that tests/hostile/path_classes.py, which reads every command's --help,
+// tries its hostile paths (a FIFO, a directory, a link to nothing, a non-UTF-8 name, ...) on a
+// new command's paths without anyone adding them to a list.
+enum class PathKind { kFile, kDirectory, kFileOrDirectory, kOutputFile, kOutputDirectory };
+
+template <class T>
+boost::program_options::typed_value<T>* path_value(T* target, PathKind kind) {
+  static constexpr const char* kNames[] = {"FILE", "DIR", "PATH", "OUT", "OUTDIR"};
+  return boost::program_options::value(target)->value_name(kNames[static_cast<int>(kind)]);
+}
 
 struct Command {
   const char* name;

@@ -33,9 +33,10 @@ int run_config(const std::vector<std::string>& args, int*, char*** argv) {
   std::vector<std::string> overrides;
   std::vector<std::string> plugins;
   po::options_description desc("cohort config check options");
-  desc.add_options()("help,h", "show this help")("file", po::value(&file), "INI file")(
+  desc.add_options()("help,h", "show this help")("file", path_value(&file, PathKind::kFile),
+                                                 "INI file")(
       "set", po::value(&overrides)->composing(), "override: section.key=value (repeatable)")(
-      "plugin", po::value(&plugins)->composing(),
+      "plugin", path_value(&plugins, PathKind::kFile)->composing(),
       "a shared library of models: --set model.library=LIB (repeatable: a list)");
   po::positional_options_description positional;
   positional.add("file", 1);

@@ -18,6 +18,7 @@
 #include "cohort/error.hpp"
 #include "cohort/io/checksum.hpp"
 #include "cohort/io/files.hpp"
+#include "cohort/io/text.hpp"
 #include "command.hpp"
 
 namespace po = boost::program_options;
@@ -44,7 +45,8 @@ int make_synthetic(const std::vector<std::string>& args) {
   data::SyntheticOptions o;
   std::string out;
   po::options_description desc("cohort data make-synthetic options");
-  desc.add_options()("out,o", po::value(&out)->required(), "output file (directory with --shards)")(
+  desc.add_options()("out,o", path_value(&out, PathKind::kOutputFile)->required(),
+                     "output file (directory with --shards)")(
       "kind", po::value(&o.kind)->default_value(o.kind), "classification | images | tokens")(
       "samples", po::value(&o.samples)->default_value(o.samples),
       "samples (classification, images)")(
@@ -94,15 +96,18 @@ int import_images(const std::vector<std::string>& args) {
   data::ImageImportOptions o;
   std::string out, size;
   po::options_description desc("cohort data import images options");
-  desc.add_options()("dir", po::value(&o.dir)->required(), "folder of class folders of images")(
-      "out,o", po::value(&out)->required(), "output file (a directory of shards on N ranks)")(
+  desc.add_options()("dir", path_value(&o.dir, PathKind::kDirectory)->required(),
+                     "folder of class folders of images")(
+      "out,o", path_value(&out, PathKind::kOutputFile)->required(),
+      "output file (a directory of shards on N ranks)")(
       "size", po::value(&size)->required(), "output height,width (or one side: square)")(
       "crop", po::value(&o.crop)->default_value(o.crop),
       "none: resize the whole image; center: its centred region of the output's aspect")(
       "channels", po::value(&o.channels)->default_value(o.channels), "3: RGB; 1: grey")(
       "val-fraction", po::value(&o.val_fraction)->default_value(0.0),
       "this share of the images (by a hash of their path) to the validation output")(
-      "val-out", po::value(&o.val_out), "validation output (default: OUT with -val)")(
+      "val-out", path_value(&o.val_out, PathKind::kOutputFile),
+      "validation output (default: OUT with -val)")(
       "strict", "stop at the first image that does not decode (default: skip and count it)")(
       "max-pixels", po::value(&o.max_pixels)->default_value(o.max_pixels),
       "refuse a larger image (a decompression bomb)")(
@@ -162,9 +167,10 @@ int tokenizer(const std::vector<std::string>& args) {
   data::TokenizerOptions o;
   std::string out;
   po::options_description desc("cohort data tokenizer train options");
-  desc.add_options()("input", po::value(&o.inputs)->multitoken()->required(),
+  desc.add_options()("input", path_value(&o.inputs, PathKind::kFile)->multitoken()->required(),
                      "text files, a sentence per line")(
-      "out,o", po::value(&out)->required(), "the model, NAME.model (NAME.vocab beside it)")(
+      "out,o", path_value(&out, PathKind::kOutputFile)->required(),
+      "the model, NAME.model (NAME.vocab beside it)")(
       "vocab", po::value(&o.vocab)->default_value(o.vocab), "vocabulary size")(
       "type", po::value(&o.type)->default_value(o.type), "bpe | unigram")(
       "character-coverage", po::value(&o.character_coverage)->default_value(1.0),
@@ -196,8 +202,8 @@ int import(const std::vector<std::string>& args) {
   desc.add_options()(
       "format", po::value(&o.format)->required(),
       "fashion-mnist | digits | diabetes | csv | npy | text | labelled-text | images")(
-      "input", po::value(&o.inputs)->multitoken(), input_help.c_str())(
-      "out,o", po::value(&out)->required(), "output file")(
+      "input", path_value(&o.inputs, PathKind::kFileOrDirectory)->multitoken(), input_help.c_str())(
+      "out,o", path_value(&out, PathKind::kOutputFile)->required(), "output file")(
       "split", po::value(&o.split), "fashion-mnist: train | test; others: split attribute")(
       "label-column", po::value(&o.label_column)->default_value(-1), "csv: label column (-1 last)")(
       "float-targets", po::bool_switch(&o.float_targets),
@@ -205,7 +211,7 @@ int import(const std::vector<std::string>& args) {
       "are class labels)")("shape", po::value(&o.shape)->multitoken(),
                            "csv: sample shape, e.g. --shape 1 8 8")(
       "seq-len", po::value(&o.seq_len)->default_value(o.seq_len), "text: sequence length")(
-      "tokenizer", po::value(&o.tokenizer),
+      "tokenizer", path_value(&o.tokenizer, PathKind::kFile),
       "text, labelled-text: a SentencePiece model (cohort data tokenizer train); default byte "
       "tokens")("chunk-bytes", po::value(&o.chunk_bytes)->default_value(o.chunk_bytes),
                 "HDF5 chunk target")(
@@ -232,9 +238,10 @@ int inspect(const std::vector<std::string>& args) {
   std::int64_t max_features = 16, batch_size = 0;
   int ranks = 1;
   po::options_description desc("cohort data inspect options");
-  desc.add_options()("path", po::value(&path)->required(), "dataset file or shard directory")(
-      "json", "print JSON")("max-features", po::value(&max_features)->default_value(16),
-                            "per-value statistics for the first N values of a sample")(
+  desc.add_options()("path", path_value(&path, PathKind::kFileOrDirectory)->required(),
+                     "dataset file or shard directory")("json", "print JSON")(
+      "max-features", po::value(&max_features)->default_value(16),
+      "per-value statistics for the first N values of a sample")(
       "batch-size", po::value(&batch_size),
       "also check a training plan: per-rank batch size (with --ranks)")(
       "ranks", po::value(&ranks)->default_value(1), "ranks for --batch-size");
@@ -275,9 +282,10 @@ std::string self_exe() {
 int stage(const std::vector<std::string>& args) {
   std::string source, dest;
   po::options_description desc("cohort data stage options");
-  desc.add_options()("path", po::value(&source)->required(), "dataset file or shard directory")(
-      "to", po::value(&dest)->required(), "node-local directory (e.g. $TMPDIR, /local/scratch)")(
-      "json", "print JSON");
+  desc.add_options()("path", path_value(&source, PathKind::kFileOrDirectory)->required(),
+                     "dataset file or shard directory")(
+      "to", path_value(&dest, PathKind::kOutputDirectory)->required(),
+      "node-local directory (e.g. $TMPDIR, /local/scratch)")("json", "print JSON");
   po::positional_options_description positional;
   positional.add("path", 1);
   po::variables_map vm;
@@ -296,7 +304,8 @@ int stage(const std::vector<std::string>& args) {
 int checksum(const std::vector<std::string>& args) {
   std::vector<std::string> files;
   po::options_description desc("cohort data checksum options");
-  desc.add_options()("file", po::value(&files)->multitoken()->required(), "files");
+  desc.add_options()("file", path_value(&files, PathKind::kFile)->multitoken()->required(),
+                     "files");
   po::positional_options_description positional;
   positional.add("file", -1);
   po::variables_map vm;
@@ -304,8 +313,9 @@ int checksum(const std::vector<std::string>& args) {
   const std::string node =
       env::Environment::from_process().get("SLURMD_NODENAME").value_or(env::hostname());
   for (const auto& file : files) {
-    std::cout << node << "\t" << io::file_bytes(file) << "\t" << io::file_checksum(file) << "\t"
-              << file << "\n";
+    // One line of four fields whatever the name holds (data stage reads them back).
+    std::cout << io::printable(node) << "\t" << io::file_bytes(file) << "\t"
+              << io::file_checksum(file) << "\t" << io::printable(file) << "\n";
   }
   return 0;
 }

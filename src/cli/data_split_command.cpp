@@ -20,9 +20,10 @@ int split(const std::vector<std::string>& args) {
   double fraction = 0.1;
   std::uint64_t seed = 0;
   po::options_description desc("cohort data split options");
-  desc.add_options()("path", po::value(&in)->required(), "dataset to split")(
-      "train", po::value(&train_out)->required(), "training part output")(
-      "val", po::value(&val_out)->required(), "validation part output")(
+  desc.add_options()("path", path_value(&in, PathKind::kFileOrDirectory)->required(),
+                     "dataset to split")(
+      "train", path_value(&train_out, PathKind::kOutputFile)->required(), "training part output")(
+      "val", path_value(&val_out, PathKind::kOutputFile)->required(), "validation part output")(
       "val-fraction", po::value(&fraction)->default_value(0.1), "share for validation")(
       "seed", po::value(&seed)->default_value(0), "permutation seed (torch.randperm's)");
   po::positional_options_description positional;
@@ -45,12 +46,13 @@ int select(const std::vector<std::string>& args) {
   std::string in, out, list;
   std::int64_t per_class = 0;
   po::options_description desc("cohort data select options");
-  desc.add_options()("path", po::value(&in)->required(), "classification dataset")(
+  desc.add_options()("path", path_value(&in, PathKind::kFileOrDirectory)->required(),
+                     "classification dataset")(
       "classes", po::value(&list)->required(),
       "the classes to keep, comma-separated; they become 0..k-1 in this order")(
       "per-class", po::value(&per_class)->default_value(0),
-      "keep the first N samples of each class (0: all)")("out", po::value(&out)->required(),
-                                                         "output dataset");
+      "keep the first N samples of each class (0: all)")(
+      "out", path_value(&out, PathKind::kOutputFile)->required(), "output dataset");
   po::positional_options_description positional;
   positional.add("path", 1);
   desc.add_options()("help,h", "show this help");

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "cohort/error.hpp"
+#include "cohort/io/terminal.hpp"
 #include "cohort/io/text.hpp"
 #include "command.hpp"
 #include "launch_record.hpp"
@@ -86,6 +87,8 @@ int exit_status_of_body(int (*body)(int, char**), int argc, char** argv) {
 }  // namespace
 
 int exit_status_of(int (*body)(int, char**), int argc, char** argv) {
+  // Everything the process prints is printable from here on (C's stdio and iostreams alike).
+  io::install_printable_output();
   const int code = exit_status_of_body(body, argc, argv);
   record_exit_code(code);
   return code;

@@ -28,15 +28,15 @@ int run_doctor(const std::vector<std::string>& args, int* argc, char*** argv) {
   std::vector<std::string> overrides;
   train::DoctorOptions o;
   po::options_description desc("cohort doctor options");
-  desc.add_options()("help,h", "show this help")("config,c", po::value(&file),
+  desc.add_options()("help,h", "show this help")("config,c", path_value(&file, PathKind::kFile),
                                                  "the training's INI file")(
       "set", po::value(&overrides)->composing(), "override: section.key=value (repeatable)")(
       "ranks", po::value(&o.ranks)->default_value(0),
       "the training's ranks (0: SLURM_NTASKS of the job, else 1)")(
       "ranks-per-node", po::value(&o.ranks_per_node)->default_value(0),
       "the training's ranks per node (0: ranks / nodes)")(
-      "output", po::value(&output), "also write the JSON report to this file (rank 0)")(
-      "json", "print the report as JSON");
+      "output", path_value(&output, PathKind::kOutputFile),
+      "also write the JSON report to this file (rank 0)")("json", "print the report as JSON");
   po::variables_map vm;
   po::store(po::command_line_parser(args).options(desc).run(), vm);
   if (vm.count("help")) {

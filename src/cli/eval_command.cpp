@@ -96,7 +96,7 @@ int run_eval(const std::vector<std::string>& args, int* argc, char*** argv) {
   po::options_description desc("cohort eval options");
   desc.add_options()("help,h", "show this help");
   add_model_source_options(desc, o.model, task);
-  desc.add_options()("data", po::value(&o.data)->required(),
+  desc.add_options()("data", path_value(&o.data, PathKind::kFileOrDirectory)->required(),
                      "the dataset to evaluate on (with its targets)")(
       "batch-size", po::value(&o.batch_size)->default_value(o.batch_size), "samples per forward")(
       "json", "print the metrics, per-class accuracy and confusion matrix as JSON");

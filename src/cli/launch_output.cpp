@@ -8,6 +8,8 @@
 
 #include <algorithm>
 
+#include "cohort/io/text.hpp"
+
 namespace cohort::cli {
 namespace {
 
@@ -29,7 +31,7 @@ bool is_non_zero_exit_notice(const std::vector<std::string>& block) {
 
 void write_lines(const std::vector<std::string>& lines) {
   for (const auto& line : lines) {
-    const std::string out = line + "\n";
+    const std::string out = io::printable(line) + "\n";  // mpirun's and the ranks' text
     std::size_t done = 0;
     while (done < out.size()) {
       const ssize_t n = ::write(STDERR_FILENO, out.data() + done, out.size() - done);

@@ -17,11 +17,12 @@ namespace cohort::cli {
 
 void add_model_source_options(po::options_description& desc, train::ModelSource& model,
                               std::string& task) {
-  desc.add_options()("checkpoint", po::value(&model.checkpoint),
+  desc.add_options()("checkpoint", path_value(&model.checkpoint, PathKind::kDirectory),
                      "a checkpoint directory (its latest) or a step directory of a run")(
-      "config", po::value(&model.config),
+      "config", path_value(&model.config, PathKind::kFile),
       "the run's resolved config (default: config.resolved.ini beside the checkpoint directory)")(
-      "model", po::value(&model.model_file), "or a TorchScript module (weights included)")(
+      "model", path_value(&model.model_file, PathKind::kFile),
+      "or a TorchScript module (weights included)")(
       "task", po::value(&task)->default_value(task),
       "--model: auto | classification | regression | multilabel | language_model");
 }
@@ -42,9 +43,10 @@ int run_predict(const std::vector<std::string>& args, int* argc, char*** argv) {
   po::options_description desc("cohort predict options");
   desc.add_options()("help,h", "show this help");
   add_model_source_options(desc, o.model, task);
-  desc.add_options()("data", po::value(&o.data)->required(),
+  desc.add_options()("data", path_value(&o.data, PathKind::kFileOrDirectory)->required(),
                      "the dataset to predict (its samples, in order)")(
-      "out,o", po::value(&o.out)->required(), "the predictions file (HDF5)")(
+      "out,o", path_value(&o.out, PathKind::kOutputFile)->required(),
+      "the predictions file (HDF5)")(
       "batch-size", po::value(&o.batch_size)->default_value(o.batch_size), "samples per forward")(
       "delay-ms", po::value(&o.delay_ms)->default_value(0),
       "testing: sleep this long after each batch")("json", "print the summary as JSON");

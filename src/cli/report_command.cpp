@@ -16,6 +16,7 @@
 #include "cohort/error.hpp"
 #include "cohort/io/files.hpp"
 #include "cohort/io/output.hpp"
+#include "cohort/io/terminal.hpp"
 #include "cohort/monitor/report.hpp"
 #include "cohort/train/config.hpp"
 #include "cohort/train/monitoring.hpp"
@@ -41,7 +42,8 @@ monitor::Thresholds run_thresholds(const std::string& dir) {
 
 po::variables_map parse(const std::vector<std::string>& args, po::options_description& desc,
                         std::string& dir) {
-  desc.add_options()("help,h", "show this help")("run-dir", po::value(&dir), "the run directory");
+  desc.add_options()("help,h", "show this help")("run-dir", path_value(&dir, PathKind::kDirectory),
+                                                 "the run directory");
   po::positional_options_description positional;
   positional.add("run-dir", 1);
   po::variables_map vm;
@@ -61,8 +63,9 @@ int run_report(const std::vector<std::string>& args, int*, char***) {
   std::vector<std::string> eval_files;
   po::options_description desc(
       "usage: cohort report RUN_DIR [-o FILE] [--eval E.json ...] [--json]");
-  desc.add_options()("output,o", po::value(&output), "HTML file (default RUN_DIR/report.html)")(
-      "eval", po::value(&eval_files)->composing(),
+  desc.add_options()("output,o", path_value(&output, PathKind::kOutputFile),
+                     "HTML file (default RUN_DIR/report.html)")(
+      "eval", path_value(&eval_files, PathKind::kFile)->composing(),
       "a `cohort eval --json` record to show: metrics, per-class accuracy, confusion matrix "
       "(repeatable)")("json", "print the findings and the file written as JSON");
   const auto vm = parse(args, desc, dir);
@@ -132,7 +135,8 @@ int run_top(const std::vector<std::string>& args, int*, char***) {
       const int width = tty && ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 ? ws.ws_col : 0;
       const std::string frame =
           monitor::render_top(follower.history(), thresholds, unix_now(), width);
-      std::cout << (tty ? "\033[H\033[2J" : (first ? "" : "\n")) << frame << std::flush;
+      if (tty) io::write_control(stdout, "\033[H\033[2J");  // home, clear: top's own
+      std::cout << (tty || first ? "" : "\n") << frame << std::flush;
     }
     first = false;
     if (vm.count("once") || follower.history().end.is_object()) return 0;

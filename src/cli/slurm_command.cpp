@@ -28,7 +28,7 @@ int requeue(const std::vector<std::string>& args) {
   std::string file, reason = "requeue asked";
   std::vector<std::string> overrides;
   po::options_description desc("cohort slurm requeue options");
-  desc.add_options()("help,h", "show this help")("config,c", po::value(&file),
+  desc.add_options()("help,h", "show this help")("config,c", path_value(&file, PathKind::kFile),
                                                  "the training's INI file (its [slurm] keys)")(
       "set", po::value(&overrides)->composing(), "override: section.key=value (repeatable)")(
       "reason", po::value(&reason), "what happened, for the log line");
@@ -67,8 +67,8 @@ int run_submit(const std::vector<std::string>& args, int*, char***) {
   slurm::SubmitOptions o;
   std::string template_path = default_template();
   po::options_description desc("cohort submit options");
-  desc.add_options()("help,h", "show this help")("config,c", po::value(&o.config)->required(),
-                                                 "the training's INI file")(
+  desc.add_options()("help,h", "show this help")(
+      "config,c", path_value(&o.config, PathKind::kFile)->required(), "the training's INI file")(
       "set", po::value(&o.overrides)->composing(), "override: section.key=value (repeatable)")(
       "nodes,N", po::value(&o.nodes)->default_value(1), "nodes")(
       "tasks-per-node", po::value(&o.tasks_per_node)->default_value(1), "ranks per node")(
@@ -77,7 +77,8 @@ int run_submit(const std::vector<std::string>& args, int*, char***) {
       "time,t", po::value(&o.time), "time limit, [D-]HH:MM:SS")(
       "partition,p", po::value(&o.partition), "partition")(
       "job-name,J", po::value(&o.job_name)->default_value(o.job_name), "job name")(
-      "template", po::value(&template_path), "job script template (default: sbatch/train.sbatch)")(
+      "template", path_value(&template_path, PathKind::kFile),
+      "job script template (default: sbatch/train.sbatch)")(
       "dry-run", "print the script instead of submitting it");
   po::variables_map vm;
   po::store(po::command_line_parser(args).options(desc).run(), vm);

@@ -49,8 +49,8 @@ int run_supervise(const std::vector<std::string>& args, int*, char***) {
   std::vector<std::string> overrides;
   int ranks = 0;
   po::options_description desc("cohort supervise options");
-  desc.add_options()("help,h", "show this help")("config,c", po::value(&file)->required(),
-                                                 "the training's INI file")(
+  desc.add_options()("help,h", "show this help")(
+      "config,c", path_value(&file, PathKind::kFile)->required(), "the training's INI file")(
       "set", po::value(&overrides)->composing(), "override: section.key=value (repeatable)")(
       "ranks,n", po::value(&ranks)->default_value(0), "ranks (0: SLURM_NTASKS, else 1)");
   po::variables_map vm;

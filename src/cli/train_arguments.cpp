@@ -13,10 +13,10 @@ TrainArguments parse_train_arguments(const std::vector<std::string>& args) {
   TrainArguments out;
   std::vector<std::string> plugins;
   po::options_description desc("cohort train options");
-  desc.add_options()("help,h", "show this help")("config,c", po::value(&out.file),
+  desc.add_options()("help,h", "show this help")("config,c", path_value(&out.file, PathKind::kFile),
                                                  "INI file (docs/config.md)")(
       "set", po::value(&out.overrides)->composing(), "override: section.key=value (repeatable)")(
-      "plugin", po::value(&plugins)->composing(),
+      "plugin", path_value(&plugins, PathKind::kFile)->composing(),
       "a shared library of models: --set model.library=LIB (repeatable: a list)")(
       "json", "print the summary as JSON");
   po::variables_map vm;

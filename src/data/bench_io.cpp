@@ -299,6 +299,7 @@ IoBenchResult bench_io(const IoBenchOptions& o) {
   IoBenchResult result;
   result.dataset = o.dataset;
   if (o.dataset.empty()) {
+    io::make_directories(o.workdir);  // as the other benches make theirs; an IoError naming it
     temporary.path = result.dataset =
         o.workdir + "/cohort-bench-io-" + std::to_string(::getpid()) + ".h5";
     COHORT_CHECK(o.kind == "images" || o.kind == "fields", UsageError, "bench io: --kind '", o.kind,

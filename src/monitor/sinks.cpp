@@ -11,6 +11,7 @@
 
 #include "cohort/env/environment.hpp"
 #include "cohort/error.hpp"
+#include "cohort/io/terminal.hpp"
 #include "cohort/monitor/diagnosis.hpp"
 
 namespace cohort::monitor {
@@ -206,7 +207,7 @@ static bool console_is_terminal(std::FILE* out) {
   const auto environment = env::Environment::from_process();
   if (const auto said = environment.get("COHORT_STDOUT_TTY")) return said->rfind('1', 0) == 0;
   if (environment.has("OMPI_COMM_WORLD_SIZE")) return false;
-  return isatty(fileno(out)) != 0;
+  return isatty(io::terminal_fd(out)) != 0;
 }
 
 ConsoleSink::ConsoleSink(std::FILE* out, ConsoleMode mode, std::int64_t total_steps,
@@ -221,7 +222,7 @@ ConsoleSink::~ConsoleSink() {
 }
 
 void ConsoleSink::clear() {
-  if (drawn_) std::fputs("\r\033[K", out_);
+  if (drawn_) io::write_control(out_, "\r\033[K");  // the bar's own: past the filter
   drawn_ = false;
 }
 

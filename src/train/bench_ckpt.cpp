@@ -23,6 +23,7 @@
 #include "cohort/comm/factory.hpp"
 #include "cohort/env/system_info.hpp"
 #include "cohort/error.hpp"
+#include "cohort/io/files.hpp"
 #include "cohort/io/unique_fd.hpp"
 #include "cohort/train/config.hpp"
 #include "cohort/train/model.hpp"
@@ -57,7 +58,7 @@ std::string make_bench_dir(comm::Communicator& comm, const std::string& base) {
   at::Tensor pid = at::tensor({comm.rank() == 0 ? static_cast<std::int64_t>(::getpid()) : 0});
   comm.all_reduce(pid);
   const std::string dir = base + "/cohort-bench-ckpt-" + std::to_string(pid.item<std::int64_t>());
-  if (comm.rank() == 0) std::filesystem::create_directories(dir);
+  if (comm.rank() == 0) io::make_directories(dir);  // an IoError naming it (exit 3), not exit 1
   comm.barrier();
   return dir;
 }

@@ -11,6 +11,7 @@
 #include "cohort/comm/factory.hpp"
 #include "cohort/data/tools.hpp"
 #include "cohort/error.hpp"
+#include "cohort/io/files.hpp"
 #include "cohort/train/config.hpp"
 #include "cohort/train/trainer.hpp"
 #include "train/bench_common.hpp"
@@ -42,7 +43,7 @@ MonitorBenchResult bench_monitor(const comm::MpiSession& session, const MonitorB
   const std::string dir = shared_dir(session, o.dir);
   const std::string data = dir + "/set.h5";
   if (session.rank() == 0) {
-    std::filesystem::create_directories(dir);
+    io::make_directories(dir);
     data::SyntheticOptions s;
     s.samples = o.batch * session.size() * (o.steps + 1);
     s.features = o.features;

@@ -24,6 +24,7 @@
 #include "cohort/io/files.hpp"
 #include "cohort/io/input.hpp"
 #include "cohort/io/output.hpp"
+#include "cohort/io/text.hpp"
 #include "cohort/io/unique_fd.hpp"
 
 extern char** environ;
@@ -95,10 +96,11 @@ std::vector<std::string> srun_per_node(const std::vector<std::string>& command) 
 }
 
 // Lines "node<TAB>bytes<TAB>checksum<TAB>path" from `cohort data checksum`, checked against the
-// source files; returns the nodes seen.
+// source files; returns the nodes seen. The command prints each path as io::printable makes it
+// (a name with a tab, a newline or bytes that are not UTF-8 stays one field of one line).
 std::vector<std::string> verify(const std::string& report, const std::vector<StagedFile>& files) {
   std::map<std::string, const StagedFile*> expected;
-  for (const auto& f : files) expected[f.destination] = &f;
+  for (const auto& f : files) expected[io::printable(f.destination)] = &f;
   std::map<std::string, std::size_t> seen_per_node;
   std::istringstream lines(report);
   // Split on the tabs only: a path may hold spaces (read with >>, "my data/x.h5" broke the check
