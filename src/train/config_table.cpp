@@ -62,6 +62,11 @@ const std::vector<KeySpec>& config_table() {
        "name, equal in every layout; whole: every rank builds the whole model from one "
        "generator (mlp, cnn and gpt have both)",
        "whole|own"},
+      {COHORT_KEY(model, max_build_gib), K::kFloat, "0",
+       "GiB of memory building the model may hold (materialize = own: its largest tensor), "
+       "refused before it is allocated: sizes a dataset claims (vocab_size, classes, seq_len) "
+       "decide it (0: this host's memory)",
+       "", 0, kNoLimit},
       {COHORT_KEY(model, freeze), K::kString, "",
        "a regex (RE2): parameters whose names it matches are not trained (not in DDP, not in "
        "the optimizer)"},

@@ -8,6 +8,7 @@
 #include "cohort/error.hpp"
 #include "cohort/pipeline/tensor_parallel.hpp"
 #include "cohort/train/model.hpp"
+#include "train/build_budget.hpp"
 #include "train/model_catalog.hpp"
 
 namespace cohort::train {
@@ -49,12 +50,40 @@ std::vector<std::string> model_names() {
   return names;
 }
 
+namespace {
+
+// "sample [1, 28, 28], 10 outputs", "vocab_size 50257, seq_len 1024, ...": for a refusal.
+std::string built_from(const ModelInput& input) {
+  std::string text;
+  const auto add = [&](const std::string& part) { text += (text.empty() ? "" : ", ") + part; };
+  if (input.vocab_size > 0) {
+    add("vocab_size " + std::to_string(input.vocab_size));
+    add("seq_len " + std::to_string(input.seq_len));
+  } else if (!input.sample_shape.empty()) {
+    std::string shape;
+    for (const auto d : input.sample_shape)
+      shape += (shape.empty() ? "" : ", ") + std::to_string(d);
+    add("sample [" + shape + "]");
+  }
+  for (const auto& field : input.fields) {
+    if (field.vocab_size > 0) add(field.name + " vocab_size " + std::to_string(field.vocab_size));
+  }
+  add(std::to_string(input.outputs) + " outputs");
+  return text;
+}
+
+}  // namespace
+
 std::shared_ptr<Model> build_model(const ModelConfig& config, const ModelInput& input) {
   const std::string& name = config.name;
   const auto it = registry().find(name);
   COHORT_CHECK(it != registry().end(), ConfigError, "model.name: no model '", name,
                "' (built in: ", kBuiltinModels, "; others come from model.library)");
   std::shared_ptr<Model> model;
+  // What the model is built from decides its memory, and a dataset's claims (vocab_size,
+  // classes, seq_len) are outside input: each allocation is checked against the budget first.
+  const BuildBudget budget(BuildBudget::bytes_for(config.max_build_gib), input.skeleton,
+                           "model " + name + " (" + built_from(input) + ")");
   const ModelOptionsTable* options = catalog::options_of(name);
   if (options != nullptr && config.options == nullptr) {
     // A ModelConfig not made by Config::load (a program's own): the section at its defaults.

@@ -287,4 +287,24 @@ if os.geteuid() != 0:  # root writes anyway: the check needs an unwritable direc
         failures.append("a failed report damaged the previous report.html")
 os.chmod("escapes", 0o755)
 
+# Sizes a dataset claims decide a model's memory: a token set whose vocab_size is 2^31 - 1 would
+# make gpt's embedding 2^31 x width floats (2 TiB at width 256). Refused before it is allocated,
+# under the host's memory and under a stated model.max_build_gib; within it, the model builds.
+subprocess.run([cohort, "data", "make-synthetic", "--kind", "tokens", "--tokens", "4096",
+                "--vocab", "50", "--seq-len", "16", "--out", "vocab.h5"], check=True,
+               capture_output=True)
+with h5py.File("vocab.h5", "a") as f:
+    f.attrs["vocab_size"] = np.int64(2**31 - 1)
+gpt = ["train", "--set", "data.path=vocab.h5", "--set", "model.name=gpt", "--set",
+       "model.width=32", "--set", "model.blocks=1", "--set", "model.heads=2", "--set",
+       "train.max_steps=1", "--set", "train.run_dir=vocab_run", "--set", "data.batch_size=8"]
+run("a claimed vocab_size of 2^31 - 1", gpt, 2,
+    ["model gpt (vocab_size 2147483647", "model.max_build_gib"], timeout=120)
+run("a stated model.max_build_gib", gpt[:1] + ["--set", "model.max_build_gib=0.001"] + gpt[1:], 2,
+    ["more than 1.0 MiB", "model.max_build_gib"], timeout=120)
+with h5py.File("vocab.h5", "a") as f:
+    f.attrs["vocab_size"] = np.int64(50)
+run("the same set, its true vocab_size", gpt + ["--set", "model.max_build_gib=0.5"], 0,
+    timeout=300)
+
 contract.verdict("hostile data, config and metrics cases")

@@ -68,6 +68,7 @@ struct ModelConfig {
   bool freeze_statistics = true;  // frozen modules' running statistics stay as they are
   std::string recompute;          // none | blocks | every:K (recompute_segment())
   Materialize materialize = Materialize::kWhole;
+  double max_build_gib = 0;  // the memory building the model may hold (0: this host's memory)
   // The selected model's own section, typed (its ModelOptions struct), when it declared one.
   std::shared_ptr<const void> options;
 };
