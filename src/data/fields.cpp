@@ -95,17 +95,7 @@ std::int64_t describe_ragged(hid_t file, const std::string& path, FieldInfo& fie
       std::make_shared<std::vector<std::int64_t>>(static_cast<std::size_t>(offset_extent[0]));
   h5::read_runs(offsets.get(), {h5::Run{0, offset_extent[0]}}, DType::kInt64, table->data(),
                 H5P_DEFAULT, false, offsets_where);
-  const std::int64_t total = value_extent[0];
-  COHORT_CHECK(table->front() >= 0, IoError, offsets_where, ": offset 0 is ", table->front(),
-               " (negative)");
-  for (std::size_t i = 1; i < table->size(); ++i) {
-    const std::int64_t begin = (*table)[i - 1], end = (*table)[i];
-    COHORT_CHECK(end >= begin, IoError, offsets_where, ": offsets are not monotonic (offset ", i,
-                 " = ", end, " < offset ", i - 1, " = ", begin, ")");
-    field.max_length = std::max(field.max_length, end - begin);
-  }
-  COHORT_CHECK(table->back() <= total, IoError, offsets_where, ": the last offset ", table->back(),
-               " runs past the ", total, " values of '", values_name, "'");
+  field.max_length = check_ragged_offsets(*table, value_extent[0], offsets_where);
   offsets_out = std::move(table);
   return offset_extent[0] - 1;
 }
@@ -219,6 +209,24 @@ void check_same_fields(const DatasetInfo& first, const DatasetInfo& other,
                  "' has other attributes (vocab_size, mean, std) than in ", against,
                  " (inconsistent shards)");
   }
+}
+
+std::int64_t check_ragged_offsets(const std::vector<std::int64_t>& offsets, std::int64_t values,
+                                  const std::string& where) {
+  COHORT_CHECK(offsets.size() >= 2, IoError, where,
+               ": expected [N + 1] offsets with N >= 1, found ", offsets.size());
+  COHORT_CHECK(offsets.front() >= 0, IoError, where, ": offset 0 is ", offsets.front(),
+               " (negative)");
+  std::int64_t longest = 0;
+  for (std::size_t i = 1; i < offsets.size(); ++i) {
+    const std::int64_t begin = offsets[i - 1], end = offsets[i];
+    COHORT_CHECK(end >= begin, IoError, where, ": offsets are not monotonic (offset ", i, " = ",
+                 end, " < offset ", i - 1, " = ", begin, ")");
+    longest = std::max(longest, end - begin);
+  }
+  COHORT_CHECK(offsets.back() <= values, IoError, where, ": the last offset ", offsets.back(),
+               " runs past the ", values, " values");
+  return longest;
 }
 
 void check_statistics(const std::vector<double>& mean, const std::vector<double>& stddev,

@@ -21,6 +21,12 @@ void describe_fields(hid_t file, const std::string& path, DatasetInfo& info, Sha
 void check_statistics(const std::vector<double>& mean, const std::vector<double>& stddev,
                       std::int64_t channels, const std::string& where);
 
+// A ragged field's offsets against its `values` values (`where` names the offsets): at least
+// two, the first 0 or more, never decreasing, the last at most `values`, so that every sample
+// lies inside the values. Returns the longest sample. IoError otherwise.
+std::int64_t check_ragged_offsets(const std::vector<std::int64_t>& offsets, std::int64_t values,
+                                  const std::string& where);
+
 // The same fields (names, kinds, shapes, dtypes, vocabularies) in `other` as in `first`.
 void check_same_fields(const DatasetInfo& first, const DatasetInfo& other, const std::string& path);
 

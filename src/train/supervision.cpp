@@ -62,47 +62,6 @@ std::string resume_checkpoint(const TrainConfig& config) {
   return "";
 }
 
-constexpr const char* kFaultSuffix = ".fault";
-constexpr std::size_t kMaxFaultBytes = 4096;
-constexpr std::size_t kMaxFaultReports = 1024;
-
-std::string fault_dir(const TrainConfig& config) { return config.train.run_dir + "/node_faults"; }
-
-// A node name as Slurm writes one (letters, digits, '-', '_', '.'; not starting with '.'): it
-// becomes a file name here and an entry of the job's excluded node list there.
-bool valid_node_name(const std::string& name) {
-  if (name.empty() || name.size() > 255 || name[0] == '.') return false;
-  return std::all_of(name.begin(), name.end(), [](char c) {
-    return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.';
-  });
-}
-
-// The node fault reports in the run directory (at most kMaxFaultReports), and their paths.
-std::vector<slurm::FailedNode> read_fault_reports(const TrainConfig& config,
-                                                  std::vector<std::string>& paths) {
-  std::vector<slurm::FailedNode> nodes;
-  std::error_code error;
-  for (const auto& entry : std::filesystem::directory_iterator(fault_dir(config), error)) {
-    const auto path = entry.path();
-    if (path.extension() != kFaultSuffix || !entry.is_regular_file(error) ||
-        !valid_node_name(path.stem().string())) {
-      continue;
-    }
-    if (nodes.size() == kMaxFaultReports) break;
-    std::string problem;
-    try {
-      problem = io::read_small_file(path.string(), kMaxFaultBytes);
-    } catch (const IoError& e) {  // said, not swallowed: that node is not excluded
-      std::fprintf(stderr, "cohort: warning: %s\n", e.what());
-      continue;
-    }
-    problem.erase(std::remove(problem.begin(), problem.end(), '\n'), problem.end());
-    nodes.push_back({path.stem().string(), problem.empty() ? "node fault" : problem});
-    paths.push_back(path.string());
-  }
-  return nodes;
-}
-
 }  // namespace
 
 slurm::RestartBudgets restart_budgets(const TrainConfig& config) {
@@ -127,7 +86,8 @@ slurm::FailureRequeue requeue_after_failure(const TrainConfig& config, const std
   o.node_failure_wait = std::chrono::seconds(config.slurm.node_failure_wait);
   std::vector<std::string> reports;
   o.faulty = std::move(faulty);
-  for (auto& node : read_fault_reports(config, reports)) o.faulty.push_back(std::move(node));
+  for (auto& node : read_fault_reports(config.train.run_dir + "/node_faults", reports))
+    o.faulty.push_back(std::move(node));
   o.at.step = last_step(config).value_or(-1);
   o.at.checkpoint = resume_checkpoint(config);
   o.after_requeue = o.at.checkpoint.empty() ? "; no checkpoint yet: the next run starts over"
@@ -152,21 +112,6 @@ bool is_device_fault(const std::exception& error) {
   if (dynamic_cast<const DeviceError*>(&error) != nullptr) return true;
   if (dynamic_cast<const Error*>(&error) != nullptr) return false;  // classified where thrown
   return comm::classify_message(error.what()) == comm::FaultClass::kNode;
-}
-
-void report_node_fault(const TrainConfig& config, const std::string& node,
-                       const std::string& problem) noexcept {
-  try {
-    COHORT_CHECK(valid_node_name(node), EnvironmentError, "node name '", node,
-                 "' is not one Slurm gives");
-    io::make_directories(fault_dir(config));
-    io::write_file_atomically(fault_dir(config) + "/" + node + kFaultSuffix,
-                              problem.substr(0, kMaxFaultBytes - 1) + "\n",
-                              io::Durability::kAtomic);
-  } catch (const std::exception& e) {  // said: the supervisor then cannot exclude this node
-    std::fprintf(stderr, "cohort: warning: cannot report the fault of node %s: %s\n", node.c_str(),
-                 e.what());
-  }
 }
 
 }  // namespace cohort::train

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Subword tokens against python3-sentencepiece. Cohort trains a BPE and a unigram model on the
 licence texts every Debian system has; `cohort data import text --tokenizer` must hold exactly the
-ids SentencePiece's Python binding gives for the same text by the documented rule (each non-empty
-line encoded alone, then eos_id()), for Cohort's models and for one trained by Python. The dataset
+ids SentencePiece's Python binding gives for the same text by the documented rule (each file's
+non-empty lines encoded alone, a line longer than 64 KiB in pieces cut at a character boundary,
+then eos_id()), for Cohort's models and for one trained by Python. The dataset
 records the model (vocab_size, tokenizer, its xxh3 checksum as `cohort data checksum` prints it);
 training refuses a validation set tokenized by another model; a file that is not a model stops
 the import (exit 3).
@@ -31,16 +32,30 @@ def run(*args, code=0):
         sys.exit(f"FAIL: cohort {' '.join(args)} -> exit {r.returncode} (expected {code}): {r.stderr}")
     return r
 
-text = "".join(open(f, encoding="utf-8", errors="surrogateescape").read() for f in corpus)
+PIECE = 64 * 1024  # data::parse::kMaxLinePiece
 
-def reference(model):
+def pieces(line):
+    """A line's pieces by the documented rule: at most PIECE bytes, cut back over up to three
+    UTF-8 continuation bytes so that no character is split."""
+    while len(line) > PIECE:
+        cut = PIECE
+        while cut > 0 and PIECE - cut < 4 and (line[cut] & 0xC0) == 0x80:
+            cut -= 1
+        if not (cut > 0 and PIECE - cut < 4):
+            cut = PIECE
+        yield line[:cut]
+        line = line[cut:]
+    yield line
+
+def reference(model, files=None):
     sp = spm.SentencePieceProcessor(model_file=model)
     ids = []
-    for line in text.split("\n"):
-        if line:
-            piece = sp.encode(line)
-            if piece:
-                ids += piece + ([sp.eos_id()] if sp.eos_id() >= 0 else [])
+    for name in files or corpus:
+        for line in open(name, "rb").read().split(b"\n"):
+            got = [i for piece in pieces(line) if piece
+                   for i in sp.encode(piece.decode("utf-8", errors="surrogateescape"))]
+            if got:
+                ids += got + ([sp.eos_id()] if sp.eos_id() >= 0 else [])
     return sp, np.array(ids)
 
 run("data", "tokenizer", "train", *corpus, "--vocab", "600", "--type", "bpe", "--out", "bpe.model")
@@ -59,6 +74,28 @@ for model in ("bpe.model", "uni.model", "py.model"):
     expect(attrs["vocab_size"] == sp.get_piece_size(), f"{model}: vocab_size {attrs['vocab_size']}")
     expect(attrs["tokenizer"] == model and attrs["tokenizer_checksum"] == checksum,
            f"{model}: the dataset names the model and its checksum {checksum}")
+
+# Lines longer than a piece: encoded piece by piece by the same rule (cuts next to two-byte
+# characters, so that a cut falls inside one), and one line of 16 MiB within a bounded memory
+# (SentencePiece given it whole took about a gigabyte).
+words = [("caf\u00e9" if i % 7 == 0 else "w%d" % (i % 13)) for i in range(60000)]
+with open("long.txt", "w", encoding="utf-8") as f:
+    f.write("short line\n" + " ".join(words) + "\n\n" + "\u00e9" * 70000 + "\nlast")
+run("data", "import", "text", "long.txt", "--tokenizer", "bpe.model", "--seq-len", "32", "--out",
+    "long.h5")
+sp, want = reference("bpe.model", ["long.txt"])
+with h5py.File("long.h5", "r") as f:
+    got = f["tokens"][:].astype(np.int64)
+expect(np.array_equal(got, want), f"lines of {len(' '.join(words))} and 140000 bytes: {len(got)} "
+       "ids equal the reference's, piece by piece")
+with open("huge.txt", "w") as f:
+    f.write(" ".join("word%d" % (i % 97) for i in range(16 << 18))[:16 << 20] + "\n")
+timed = subprocess.run(["/usr/bin/time", "-f", "%M", cohort, "data", "import", "text", "huge.txt",
+                        "--tokenizer", "bpe.model", "--seq-len", "32", "--out", "huge.h5"],
+                       capture_output=True, text=True)
+peak_mb = int(timed.stderr.strip().splitlines()[-1]) / 1024
+expect(timed.returncode == 0 and peak_mb < 600,
+       f"one line of 16 MiB: exit {timed.returncode}, peak {peak_mb:.0f} MB (bound 600)")
 
 # A validation set made with another model is refused before training starts.
 e = run("train", "--set", "model.name=gpt", "--set", "model.context=32", "--set", "data.path=bpe.h5",

@@ -36,6 +36,13 @@ slurm::FailureRequeue requeue_after_failure(
 // a device assert is not: it would fail the same on every node.
 bool is_device_fault(const std::exception& error);
 
+// The node fault reports in `dir` (<train.run_dir>/node_faults; at most 1024): regular files
+// <node>.fault whose node is a name Slurm gives, each with its problem (the file's text without
+// newlines, at most 4 KiB). Their paths go to `paths`. Never throws: a report that cannot be read
+// is said on stderr and left out.
+std::vector<slurm::FailedNode> read_fault_reports(const std::string& dir,
+                                                  std::vector<std::string>& paths);
+
 // Files a node fault for the supervisor (never throws: the rank is failing already; a report that
 // cannot be written is said on stderr).
 void report_node_fault(const TrainConfig& config, const std::string& node,

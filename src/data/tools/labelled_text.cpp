@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <string_view>
 
 #include "cohort/data/tokenizer.hpp"
 #include "cohort/data/writer.hpp"
@@ -12,52 +13,30 @@
 #include "data/tools/tokenizer.hpp"
 
 namespace cohort::data {
-namespace {
-
-struct Example {
-  std::string label;
-  std::vector<std::int32_t> tokens;
-};
-
-// Each non-empty line split at its first tab; the text encoded by `encode`.
-template <typename Encode>
-std::vector<Example> parse_lines(const std::string& path, const std::string& text,
-                                 const Encode& encode) {
-  std::vector<Example> examples;
-  std::size_t line = 0;
-  for (std::size_t start = 0; start < text.size(); ++line) {
-    std::size_t end = text.find('\n', start);
-    if (end == std::string::npos) end = text.size();
-    std::string row = text.substr(start, end - start);
-    start = end + 1;
-    if (!row.empty() && row.back() == '\r') row.pop_back();
-    if (row.empty()) continue;
-    const std::size_t tab = row.find('\t');
-    COHORT_CHECK(tab != std::string::npos && tab > 0, IoError, path, ":", line + 1,
-                 ": expected 'label<TAB>text'");
-    examples.push_back(Example{row.substr(0, tab), encode(row.substr(tab + 1))});
-  }
-  COHORT_CHECK(!examples.empty(), IoError, path, ": no labelled line");
-  return examples;
-}
-
-}  // namespace
 
 DatasetInfo import_labelled_text(const std::string& out, const ImportOptions& o) {
   COHORT_CHECK(!o.inputs.empty(), UsageError, "import labelled-text: give one or more files");
   parse::check_import_outputs(out, o);
   std::unique_ptr<Tokenizer> tokenizer;
   if (!o.tokenizer.empty()) tokenizer = std::make_unique<Tokenizer>(o.tokenizer);
-  const auto encode = [&](const std::string& text) {
-    if (tokenizer) return tokenizer->encode_lines(text);
-    std::vector<std::int32_t> bytes;  // UTF-8 bytes 0..255, as `import text`
-    for (const char c : text) bytes.push_back(static_cast<unsigned char>(c));
-    return bytes;
+  std::size_t line_ids = 0;  // the ids the line being read gave so far
+  const auto encode = [&](std::string_view piece, std::vector<std::int32_t>& ids) {
+    if (tokenizer) {
+      line_ids += tokenizer->encode(piece, ids);
+      return;
+    }
+    for (const char c : piece) ids.push_back(static_cast<unsigned char>(c));  // bytes 0..255
   };
-  std::vector<Example> examples;
+  const auto end_line = [&](std::vector<std::int32_t>& ids) {
+    if (tokenizer && line_ids > 0 && tokenizer->eos_id() >= 0) ids.push_back(tokenizer->eos_id());
+    line_ids = 0;
+  };
+  std::vector<parse::LabelledExample> examples;
   for (const auto& path : o.inputs) {
-    auto more = parse_lines(path, parse::read_maybe_gz(path, o.max_inflate_ratio), encode);
-    std::move(more.begin(), more.end(), std::back_inserter(examples));
+    const std::size_t before = examples.size();
+    parse::parse_labelled_lines(path, o.max_inflate_ratio, parse::kMaxLinePiece, encode, end_line,
+                                examples);
+    COHORT_CHECK(examples.size() > before, IoError, path, ": no labelled line");
   }
   // Class ids in label name order (as ImageFolder numbers its class folders).
   std::map<std::string, std::int64_t> classes;

@@ -6,12 +6,14 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <memory>
+#include <string_view>
 
 #include "cohort/error.hpp"
 #include "cohort/io/checksum.hpp"
@@ -79,31 +81,126 @@ void check_import_outputs(const std::string& out, const ImportOptions& options) 
   plan.read(options.tokenizer, "--tokenizer").write(out, "--out").check();
 }
 
-std::string read_maybe_gz(const std::string& path, std::uint64_t max_ratio) {
-  const auto source = io::InputFile::open(path, std::numeric_limits<std::int64_t>::max());
-  const std::uint64_t limit = inflate_limit(static_cast<std::uint64_t>(source.size()), max_ratio);
-  // zlib reads the descriptor that was checked (its own copy: gzclose closes it).
-  const int fd = ::fcntl(source.fd(), F_DUPFD_CLOEXEC, 0);
-  COHORT_CHECK(fd >= 0, IoError, path, ": cannot open: ", std::strerror(errno));
-  std::unique_ptr<gzFile_s, GzCloser> file(gzdopen(fd, "rb"));
-  if (file == nullptr) ::close(fd);
-  COHORT_CHECK(file != nullptr, IoError, path, ": cannot open: ", std::strerror(errno));
-  std::string bytes;
-  std::vector<char> buffer(1 << 20);
-  for (;;) {
-    const int got = gzread(file.get(), buffer.data(), static_cast<unsigned>(buffer.size()));
+namespace {
+
+// A file from outside read in blocks, gunzipped when it is gzip, never beyond inflate_limit.
+class BlockReader {
+ public:
+  BlockReader(const std::string& path, std::uint64_t max_ratio)
+      : path_(path), max_ratio_(max_ratio) {
+    const auto source = io::InputFile::open(path, std::numeric_limits<std::int64_t>::max());
+    limit_ = inflate_limit(static_cast<std::uint64_t>(source.size()), max_ratio);
+    // zlib reads the descriptor that was checked (its own copy: gzclose closes it).
+    const int fd = ::fcntl(source.fd(), F_DUPFD_CLOEXEC, 0);
+    COHORT_CHECK(fd >= 0, IoError, path, ": cannot open: ", std::strerror(errno));
+    file_.reset(gzdopen(fd, "rb"));
+    if (file_ == nullptr) ::close(fd);
+    COHORT_CHECK(file_ != nullptr, IoError, path, ": cannot open: ", std::strerror(errno));
+  }
+
+  // The next block (empty at the end).
+  std::string_view next() {
+    const int got = gzread(file_.get(), buffer_.data(), static_cast<unsigned>(buffer_.size()));
     if (got < 0) {
       int code = 0;
-      const char* message = gzerror(file.get(), &code);
-      COHORT_THROW(IoError, path, ": cannot read (corrupt gzip?): ", message ? message : "?");
+      const char* message = gzerror(file_.get(), &code);
+      COHORT_THROW(IoError, path_, ": cannot read (corrupt gzip?): ", message ? message : "?");
     }
-    if (got == 0) break;
-    COHORT_CHECK(bytes.size() + static_cast<std::size_t>(got) <= limit, IoError, path,
-                 ": decompresses to more than ", limit, " bytes (", max_ratio,
+    read_ += static_cast<std::uint64_t>(got);
+    COHORT_CHECK(read_ <= limit_, IoError, path_, ": decompresses to more than ", limit_,
+                 " bytes (", max_ratio_,
                  " times its size: a gzip bomb? --max-inflate-ratio raises the bound)");
-    bytes.append(buffer.data(), static_cast<std::size_t>(got));
+    return {buffer_.data(), static_cast<std::size_t>(got)};
+  }
+
+ private:
+  std::string path_;
+  std::uint64_t max_ratio_, limit_ = 0, read_ = 0;
+  std::unique_ptr<gzFile_s, GzCloser> file_;
+  std::vector<char> buffer_ = std::vector<char>(1 << 20);
+};
+
+// Where to cut `text` (longer than `at` > 0 bytes) to at most `at` bytes without splitting a
+// UTF-8 sequence: back over up to 3 continuation bytes; a longer run (not UTF-8) is cut at `at`.
+std::size_t utf8_cut(std::string_view text, std::size_t at) {
+  std::size_t cut = at;
+  while (cut > 0 && at - cut < 4 && (static_cast<unsigned char>(text[cut]) & 0xc0) == 0x80) --cut;
+  return cut > 0 && at - cut < 4 ? cut : at;
+}
+
+}  // namespace
+
+std::string read_maybe_gz(const std::string& path, std::uint64_t max_ratio) {
+  BlockReader reader(path, max_ratio);
+  std::string bytes;
+  for (std::string_view block = reader.next(); !block.empty(); block = reader.next()) {
+    bytes.append(block);
   }
   return bytes;
+}
+
+void for_each_line_piece(const std::string& path, std::uint64_t max_ratio, std::size_t max_piece,
+                         const std::function<void(std::string_view, bool ends_line)>& take) {
+  BlockReader reader(path, max_ratio);
+  std::string line;   // the current line's bytes not handed on yet: fewer than max_piece
+  bool open = false;  // a line has begun and not ended
+  for (std::string_view block = reader.next(); !block.empty(); block = reader.next()) {
+    while (!block.empty()) {
+      const std::size_t newline = block.find('\n');
+      const std::size_t end = newline == std::string_view::npos ? block.size() : newline;
+      std::string_view part = block.substr(0, end);
+      open = true;
+      while (line.size() + part.size() > max_piece) {  // whole pieces, cut from line + part
+        // Up to 3 bytes past max_piece, to see where the character at the cut ends.
+        const std::size_t taken =
+            std::min(part.size(), max_piece + 3 - std::min(line.size(), max_piece + 3));
+        line.append(part.substr(0, taken));
+        part.remove_prefix(taken);
+        const std::size_t cut = utf8_cut(line, max_piece);  // line.size() > max_piece here
+        take(std::string_view(line).substr(0, cut), false);
+        line.erase(0, cut);
+      }
+      line.append(part);
+      if (newline == std::string_view::npos) break;
+      take(line, true);
+      line.clear();
+      open = false;
+      block.remove_prefix(newline + 1);
+    }
+  }
+  if (open) take(line, true);
+}
+
+void parse_labelled_lines(
+    const std::string& path, std::uint64_t max_ratio, std::size_t max_piece,
+    const std::function<void(std::string_view, std::vector<std::int32_t>&)>& encode,
+    const std::function<void(std::vector<std::int32_t>&)>& end_line,
+    std::vector<LabelledExample>& examples) {
+  std::size_t line = 0;
+  bool starts = true;  // the next piece starts a line
+  LabelledExample current;
+  for_each_line_piece(path, max_ratio, max_piece, [&](std::string_view piece, bool ends_line) {
+    if (ends_line && !piece.empty() && piece.back() == '\r') piece.remove_suffix(1);
+    if (starts) {
+      ++line;
+      if (ends_line && piece.empty()) return;
+      const std::size_t tab = piece.find('\t');
+      COHORT_CHECK(
+          tab != std::string_view::npos && tab > 0, IoError, path, ":", line,
+          ": expected 'label<TAB>text'",
+          ends_line ? std::string()
+                    : " (the tab within the line's first " + std::to_string(max_piece) + " bytes)");
+      current.label = std::string(piece.substr(0, tab));
+      piece.remove_prefix(tab + 1);
+      starts = false;
+    }
+    encode(piece, current.tokens);
+    if (!ends_line) return;
+    end_line(current.tokens);
+    examples.push_back(std::move(current));
+    current = LabelledExample{};
+    starts = true;
+  });
 }
 
 IdxArray parse_idx(const std::string& bytes, const std::string& path) {

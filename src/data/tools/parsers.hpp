@@ -4,7 +4,9 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "cohort/data/dataset.hpp"
@@ -29,6 +31,31 @@ void check_import_outputs(const std::string& out, const ImportOptions& options);
 // The whole file, gunzipped when it is gzip (zlib reads plain files unchanged); IoError when it
 // is not a regular file or inflates beyond inflate_limit(its size, max_ratio).
 std::string read_maybe_gz(const std::string& path, std::uint64_t max_ratio);
+
+// The longest piece of a line a text importer holds or gives a tokenizer at once: a longer line
+// comes in pieces of at most this many bytes, each cut at a UTF-8 character boundary (the
+// documented rule, docs/data.md, which tests/data/tokenizer.py's reference repeats).
+inline constexpr std::size_t kMaxLinePiece = 64 * 1024;
+
+// Reads the file as read_maybe_gz does, under the same bound, but in blocks: `take` gets each
+// line (without its '\n') in pieces of at most max_piece bytes, the last with ends_line = true
+// (an empty line: one empty piece). Neither the file nor a line is ever held whole.
+void for_each_line_piece(const std::string& path, std::uint64_t max_ratio, std::size_t max_piece,
+                         const std::function<void(std::string_view, bool ends_line)>& take);
+
+// `import labelled-text`'s lines "label<TAB>text", read by for_each_line_piece: each non-empty
+// line's label (up to its first tab, which must come within its first piece) and its text given
+// to `encode` piece by piece (a trailing '\r' dropped), then to `end_line` once. IoError naming
+// the file and line otherwise.
+struct LabelledExample {
+  std::string label;
+  std::vector<std::int32_t> tokens;
+};
+void parse_labelled_lines(
+    const std::string& path, std::uint64_t max_ratio, std::size_t max_piece,
+    const std::function<void(std::string_view, std::vector<std::int32_t>&)>& encode,
+    const std::function<void(std::vector<std::int32_t>&)>& end_line,
+    std::vector<LabelledExample>& examples);
 
 struct IdxArray {
   std::vector<std::int64_t> dims;

@@ -42,26 +42,16 @@ Tokenizer::~Tokenizer() = default;
 
 std::int64_t Tokenizer::vocab_size() const { return impl_->processor.GetPieceSize(); }
 
-std::vector<std::int32_t> Tokenizer::encode_lines(const std::string& text) const {
-  std::vector<std::int32_t> tokens;
+std::size_t Tokenizer::encode(std::string_view piece, std::vector<std::int32_t>& out) const {
+  if (piece.empty()) return 0;
   std::vector<int> ids;
-  const int eos = impl_->processor.eos_id();
-  for (std::size_t start = 0; start < text.size();) {
-    std::size_t end = text.find('\n', start);
-    if (end == std::string::npos) end = text.size();
-    if (end > start) {
-      const auto status =
-          impl_->processor.Encode(absl::string_view(text.data() + start, end - start), &ids);
-      COHORT_CHECK(status.ok(), IoError, path_, ": encoding failed (", status.ToString(), ")");
-      if (!ids.empty()) {
-        tokens.insert(tokens.end(), ids.begin(), ids.end());
-        if (eos >= 0) tokens.push_back(eos);
-      }
-    }
-    start = end + 1;
-  }
-  return tokens;
+  const auto status = impl_->processor.Encode(absl::string_view(piece.data(), piece.size()), &ids);
+  COHORT_CHECK(status.ok(), IoError, path_, ": encoding failed (", status.ToString(), ")");
+  out.insert(out.end(), ids.begin(), ids.end());
+  return ids.size();
 }
+
+std::int32_t Tokenizer::eos_id() const { return impl_->processor.eos_id(); }
 
 void train_tokenizer(const std::string& out, const TokenizerOptions& o) {
   COHORT_CHECK(!o.inputs.empty(), UsageError, "tokenizer train: give one or more text files");
@@ -114,9 +104,20 @@ DatasetInfo import_text_tokens(const std::string& out, const ImportOptions& o) {
   COHORT_CHECK(!o.inputs.empty(), UsageError, "import text: give one or more text files");
   parse::check_import_outputs(out, o);
   const Tokenizer tokenizer(o.tokenizer);
-  std::string text;
-  for (const auto& path : o.inputs) text += parse::read_maybe_gz(path, o.max_inflate_ratio);
-  const std::vector<std::int32_t> tokens = tokenizer.encode_lines(text);
+  // Line by line, in pieces: neither a file nor a line is held whole (parse::kMaxLinePiece).
+  std::vector<std::int32_t> tokens;
+  for (const auto& path : o.inputs) {
+    bool line_gave_ids = false;
+    parse::for_each_line_piece(path, o.max_inflate_ratio, parse::kMaxLinePiece,
+                               [&](std::string_view piece, bool ends_line) {
+                                 line_gave_ids |= tokenizer.encode(piece, tokens) > 0;
+                                 if (!ends_line) return;
+                                 if (line_gave_ids && tokenizer.eos_id() >= 0) {
+                                   tokens.push_back(tokenizer.eos_id());
+                                 }
+                                 line_gave_ids = false;
+                               });
+  }
   WriterSpec spec;
   spec.kind = DatasetKind::kTokens;
   spec.num_tokens = static_cast<std::int64_t>(tokens.size());

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace cohort::data {
@@ -18,9 +19,11 @@ class Tokenizer {
   Tokenizer(const Tokenizer&) = delete;
   Tokenizer& operator=(const Tokenizer&) = delete;
 
-  // Each non-empty line encoded on its own, followed by the end-of-sentence id when the model
-  // has one (SentencePiece's encode(line) + [eos_id()]).
-  std::vector<std::int32_t> encode_lines(const std::string& text) const;
+  // `piece`, a line or a piece of one (parse::kMaxLinePiece), encoded on its own; its ids are
+  // appended to `out`. Returns how many. The rule a corpus becomes tokens by (docs/data.md):
+  // each line's pieces encoded, then eos_id() when the line gave any id and the model has one.
+  std::size_t encode(std::string_view piece, std::vector<std::int32_t>& out) const;
+  std::int32_t eos_id() const;  // -1: the model has none
   std::int64_t vocab_size() const;
   const std::string& checksum() const { return checksum_; }  // xxh3-64 of the model file
 
