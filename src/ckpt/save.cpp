@@ -330,7 +330,8 @@ std::string save_checkpoint(const std::string& dir, const SaveRequest& request,
   at::Tensor sums = at::zeros({report.size()}, at::kLong);
   std::string failure;
   try {
-    io::make_directories(tmp);
+    io::make_directories(dir);
+    io::make_shared_directory(tmp);  // a link planted at its name is never written through
     const std::string path = tmp + "/" + shard_name(rank, world);
     const WrittenShard mine = write_own_shard(path, plan, flat, request, rank);
     auto* s = sums.data_ptr<std::int64_t>();

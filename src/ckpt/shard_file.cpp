@@ -57,7 +57,7 @@ WrittenShard write_shard(const std::string& path, const ShardHeader& header,
   WrittenShard written;
   std::vector<DataExtent> data;
   {
-    h5::Hid file = h5::create_file(path);
+    h5::Hid file = h5::create_new_file(path);  // never through a file or link already there
     h5::write_attribute(file.get(), "format", kShardFormat, path);
     h5::write_attribute(file.get(), "format_version", kShardVersion, path);
     h5::write_attribute(file.get(), "rank", std::int64_t{header.rank}, path);

@@ -139,6 +139,16 @@ void read_at(int fd, std::int64_t offset, void* out, std::size_t bytes, const st
   }
 }
 
+void make_shared_directory(const std::string& path) {
+  if (::mkdir(path.c_str(), 0777) == 0) return;
+  const int error = errno;
+  struct stat st {};
+  COHORT_CHECK(error == EEXIST && ::lstat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode), IoError,
+               path, ": cannot create directory: ",
+               error == EEXIST ? "something that is not a directory is there (left alone)"
+                               : std::strerror(error));
+}
+
 void make_directories(const std::string& path) {
   std::error_code error;
   std::filesystem::create_directories(path, error);

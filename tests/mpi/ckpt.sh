@@ -121,3 +121,20 @@ out=$(run 2 "$probe" load ck 2>/dev/null)
 [ "$(run 1 "$probe" clean ck)" = 2 ] || fail "clean_partial did not remove both leftovers"
 [ ! -e ck/step-00000030.tmp-99-0 ] && [ -d ck/step-00000010 ] || fail "clean removed the wrong things"
 echo "partial saves: ignored and cleaned"
+
+# A save never writes through what it did not make: a link planted at its temporary directory's
+# name, or a file at its shard's name in a directory planted there, is refused (exit 3) and left
+# alone, the file and what the link names unchanged.
+mkdir -p elsewhere && ln -s "$PWD/elsewhere" ck/step-00000040.tmp-planted
+status=0
+run 2 "$probe" save ck 40 attempt=planted >planted.out 2>&1 || status=$?
+[ "$status" = 3 ] && [ -z "$(ls elsewhere)" ] && [ -L ck/step-00000040.tmp-planted ] ||
+  fail "a save through a planted link: exit $status, elsewhere holds '$(ls elsewhere)': $(cat planted.out)"
+mkdir ck/step-00000041.tmp-mine && echo "someone's notes" >ck/step-00000041.tmp-mine/shard-00000-of-00002.h5
+status=0
+run 2 "$probe" save ck 41 attempt=mine >planted.out 2>&1 || status=$?
+[ "$status" = 3 ] && [ "$(cat ck/step-00000041.tmp-mine/shard-00000-of-00002.h5)" = "someone's notes" ] ||
+  fail "a save over a planted shard: exit $status: $(cat planted.out)"
+grep -q "something is there already" planted.out || fail "the refusal does not say why: $(cat planted.out)"
+rm -rf ck/step-00000040.tmp-planted ck/step-00000041.tmp-mine elsewhere
+echo "saves: a planted link or file at their names refused, left alone"

@@ -59,8 +59,10 @@ std::vector<cohort::ckpt::NamedTensor> as_parts(std::vector<cohort::ckpt::NamedT
   return all;
 }
 
-int save(const std::string& dir, std::int64_t step, bool parts, cohort::comm::Communicator& comm) {
+int save(const std::string& dir, std::int64_t step, bool parts, const std::string& attempt,
+         cohort::comm::Communicator& comm) {
   cohort::ckpt::SaveRequest request;
+  request.attempt = attempt;  // the temporary directory's tag: step-N.tmp-<attempt>
   request.step = step;
   request.epoch = step / 10;
   request.samples_seen = step * 64;
@@ -133,14 +135,19 @@ int main(int argc, char** argv) {
       return std::find(flags.begin(), flags.end(), f) != flags.end();
     };
     if (mode == "save" && argc >= 4) {
-      return save(argv[2], std::stoll(argv[3]), flag("parts"), *comm);
+      std::string attempt;  // attempt=NAME: the save's tag (default: rank 0's pid)
+      for (const auto& f : flags) {
+        if (f.rfind("attempt=", 0) == 0) attempt = f.substr(8);
+      }
+      return save(argv[2], std::stoll(argv[3]), flag("parts"), attempt, *comm);
     }
     if (mode == "load" && argc >= 3) {
       return load(argv[2], {!flag("noverify"), flag("parts"), flag("uneven")}, session, *comm);
     }
-    std::fprintf(stderr,
-                 "usage: ckpt_probe save DIR STEP [parts] | load DIR [noverify] [parts] "
-                 "[uneven]\n");
+    std::fprintf(
+        stderr,
+        "usage: ckpt_probe save DIR STEP [parts] [attempt=NAME] | load DIR [noverify] [parts] "
+        "[uneven]\n");
     return 2;
   } catch (const cohort::IoError& e) {
     std::fprintf(stderr, "ckpt_probe: %s\n", e.what());

@@ -56,5 +56,9 @@ std::int64_t file_bytes(const std::string& path);
 void read_at(int fd, std::int64_t offset, void* out, std::size_t bytes, const std::string& path);
 // mkdir -p.
 void make_directories(const std::string& path);
+// `path` made as a directory (its parent must exist), or taken when it is one already (another
+// rank made it): never a symbolic link or anything else at that name, which is refused (IoError)
+// and left alone. For a directory several processes write their files into.
+void make_shared_directory(const std::string& path);
 
 }  // namespace cohort::io

@@ -22,12 +22,6 @@ Hid open_file(const std::string& path, hid_t fapl) {
   return Hid(COHORT_H5_CHECK(H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl), path));
 }
 
-Hid create_file(const std::string& path) {
-  auto lock = h5_lock();
-  return Hid(
-      COHORT_H5_CHECK(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT), path));
-}
-
 Hid create_new_file(const std::string& path) {
   struct stat st {};
   COHORT_CHECK(::lstat(path.c_str(), &st) != 0, IoError, path,

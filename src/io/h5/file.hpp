@@ -20,7 +20,6 @@ struct Run {
 };
 
 Hid open_file(const std::string& path, hid_t fapl = H5P_DEFAULT);
-Hid create_file(const std::string& path);
 // Creates `path` only where nothing is (H5F_ACC_EXCL: O_CREAT | O_EXCL, which no link passes):
 // a writer's temporary (io::TemporaryFile). IoError when something is there, left alone.
 Hid create_new_file(const std::string& path);
