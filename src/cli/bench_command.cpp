@@ -85,7 +85,7 @@ int bench_allreduce(const std::vector<std::string>& args, int* argc, char*** arg
                              {"busbw_gbs", r.busbw_gbs},
                              {"ratio_vs_raw", r.ratio}});
     }
-    std::cout << out.dump(2, ' ', false, kJsonReplace) << "\n";
+    std::cout << out.dump(2, ' ', true, kJsonReplace) << "\n";
     return 0;
   }
   std::printf("all-reduce, float32 sum, %d ranks, %s%s (malloc tuning: %s)\n", session.size(),
@@ -141,7 +141,7 @@ int bench_ddp(const std::vector<std::string>& args, int* argc, char*** argv) {
              {"exposed_share", r.exposed_share},
              {"hidden_fraction", r.hidden_fraction}};
     add_floors(out, floors);
-    std::cout << out.dump(2, ' ', false, kJsonReplace) << "\n";
+    std::cout << out.dump(2, ' ', true, kJsonReplace) << "\n";
     return 0;
   }
   std::printf(
@@ -216,7 +216,7 @@ int bench_io(const std::vector<std::string>& args) {
                              {"wait_ms", w.wait_ms},
                              {"wait_share", w.wait_share}});
     }
-    std::cout << out.dump(2, ' ', false, kJsonReplace) << "\n";
+    std::cout << out.dump(2, ' ', true, kJsonReplace) << "\n";
     return 0;
   }
   std::printf("data path vs raw read, %lld samples, %.1f MiB, batch %lld, median of %d rounds\n",
@@ -328,7 +328,7 @@ int bench_ckpt(const std::vector<std::string>& args, int* argc, char*** argv) {
            {"sync_save_rounds_s", r.sync_save_rounds},
            {"async_stall_rounds_s", r.async_stall_rounds}};
   add_floors(out, floors);
-  std::cout << out.dump(2, ' ', false, kJsonReplace) << "\n";
+  std::cout << out.dump(2, ' ', true, kJsonReplace) << "\n";
   return 0;
 }
 
@@ -370,7 +370,7 @@ int bench_monitor(const std::vector<std::string>& args, int* argc, char*** argv)
              {"on_rounds_ms", r.on_rounds_ms},
              {"off_rounds_ms", r.off_rounds_ms}};
     add_floors(out, floors);
-    std::cout << out.dump(2, ' ', false, kJsonReplace) << "\n";
+    std::cout << out.dump(2, ' ', true, kJsonReplace) << "\n";
     return 0;
   }
   std::printf(

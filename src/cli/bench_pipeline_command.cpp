@@ -52,7 +52,7 @@ int bench_pipeline(const std::vector<std::string>& args, int* argc, char*** argv
                      {"step_ms", r.step_ms},
                      {"peak_in_flight", r.peak_in_flight}});
     }
-    std::cout << json{{"work", o.work}, {"rows", out}}.dump(2, ' ', false, kJsonReplace) << "\n";
+    std::cout << json{{"work", o.work}, {"rows", out}}.dump(2, ' ', true, kJsonReplace) << "\n";
     return 0;
   }
   std::printf("pipeline bubble, %d stages, work %s, %d steps per case (means over stages)\n",

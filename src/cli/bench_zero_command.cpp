@@ -87,7 +87,7 @@ int bench_zero(const std::vector<std::string>& args, int* argc, char*** argv) {
                     {"batch", o.batch},
                     {"overlap", o.overlap},
                     {"stages", stages}}
-                   .dump(2, ' ', false, kJsonReplace)
+                   .dump(2, ' ', true, kJsonReplace)
             << "\n";
   return 0;
 }

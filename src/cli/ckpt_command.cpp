@@ -67,7 +67,7 @@ int list(const std::vector<std::string>& args) {
     rows.push_back(row);
   }
   if (a.as_json) {
-    std::cout << rows.dump(2, ' ', false, kJsonReplace) << "\n";
+    std::cout << rows.dump(2, ' ', true, kJsonReplace) << "\n";
     return 0;
   }
   for (const auto& r : rows) {
@@ -98,7 +98,7 @@ int inspect(const std::vector<std::string>& args) {
         {{"name", t.name}, {"dtype", t.dtype}, {"shape", t.shape}, {"slices", t.slices.size()}});
   }
   if (a.as_json) {
-    std::cout << out.dump(2, ' ', false, kJsonReplace) << "\n";
+    std::cout << out.dump(2, ' ', true, kJsonReplace) << "\n";
     return 0;
   }
   std::printf("%s: step %lld, epoch %lld, %lld samples seen, written by %d rank(s) on %d node(s)\n",
@@ -121,7 +121,7 @@ int verify(const std::vector<std::string>& args) {
   const auto problems = ckpt::verify_checkpoint(dir);
   if (a.as_json) {
     std::cout << json{{"path", dir}, {"clean", problems.empty()}, {"problems", problems}}.dump(
-                     2, ' ', false, kJsonReplace)
+                     2, ' ', true, kJsonReplace)
               << "\n";
   } else {
     for (const auto& p : problems) std::printf("%s\n", p.c_str());

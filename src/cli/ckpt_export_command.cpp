@@ -70,7 +70,7 @@ int export_files(const std::vector<std::string>& args) {
                   s.source.c_str());
     }
   }
-  if (vm.count("json")) std::cout << rows.dump(2, ' ', false, kJsonReplace) << "\n";
+  if (vm.count("json")) std::cout << rows.dump(2, ' ', true, kJsonReplace) << "\n";
   return 0;
 }
 

@@ -23,8 +23,10 @@ struct ModelSource;
 
 namespace cohort::cli {
 
-// For every dump() of --json output: text that is not UTF-8 (a path, an HDF5 attribute, a host
-// name) becomes U+FFFD instead of stopping the command with nlohmann's type_error.
+// For every dump() of --json output, with ensure_ascii: text that is not UTF-8 (a path, an HDF5
+// attribute, a host name) becomes U+FFFD instead of stopping the command with nlohmann's
+// type_error, and every other character outside ASCII an escape, so that the printable output
+// (io/terminal.hpp) passes the JSON unchanged.
 inline constexpr auto kJsonReplace = nlohmann::json::error_handler_t::replace;
 
 // What an option that names a path names, shown by --help in place of Boost's "arg": FILE, DIR,

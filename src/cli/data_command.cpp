@@ -141,7 +141,7 @@ int import_images(const std::vector<std::string>& args) {
                       {"seconds", r.seconds},
                       {"images_per_second",
                        r.seconds > 0 ? static_cast<double>(r.listed) / r.seconds : 0.0}}
-                     .dump(2, ' ', false, kJsonReplace)
+                     .dump(2, ' ', true, kJsonReplace)
               << "\n";
   } else {
     std::cout << (r.out.empty() ? out : r.out) << ": " << r.train << " images of "
@@ -262,7 +262,7 @@ int inspect(const std::vector<std::string>& args) {
                    {"batches_per_epoch", plan.batches_per_epoch}};
   }
   if (vm.count("json")) {
-    std::cout << out.dump(2, ' ', false, kJsonReplace) << "\n";
+    std::cout << out.dump(2, ' ', true, kJsonReplace) << "\n";
   } else {
     std::cout << data::to_text(inspection);
     if (out.contains("plan")) {
@@ -292,7 +292,7 @@ int stage(const std::vector<std::string>& args) {
   if (parse(args, desc, positional, vm, "cohort data stage PATH --to DIR")) return 0;
   const auto result = data::stage(source, dest, self_exe());
   if (vm.count("json")) {
-    std::cout << data::to_json(result).dump(2, ' ', false, kJsonReplace) << "\n";
+    std::cout << data::to_json(result).dump(2, ' ', true, kJsonReplace) << "\n";
   } else {
     std::cerr << "staged " << result.files.size() << " file(s) by " << result.method << " to "
               << result.nodes.size() << " node(s), verified, in " << result.seconds << " s\n";

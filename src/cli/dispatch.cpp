@@ -46,6 +46,7 @@ void exec_torch(char** argv) {
   // Next to this executable, as installed (bin/) and as built (the build directory).
   const std::string self = self_executable();
   const std::string helper = self.substr(0, self.rfind('/') + 1) + "cohort-torch";
+  io::flush_printable_output();  // what this process printed, before the other one prints
   std::fflush(stdout);
   execv(helper.c_str(), argv);
   COHORT_THROW(EnvironmentError, helper, ": cannot run the LibTorch part of cohort (",

@@ -65,9 +65,10 @@ int run_doctor(const std::vector<std::string>& args, int* argc, char*** argv) {
   const auto report = train::run_doctor(config, o, session, node);
   if (session.rank() != 0) return 0;
   const auto json = train::to_json(report);
-  if (!output.empty()) io::write_file_atomically(output, json.dump() + "\n");
+  if (!output.empty())
+    io::write_file_atomically(output, json.dump(-1, ' ', true, kJsonReplace) + "\n");
   if (vm.count("json")) {
-    std::cout << json.dump(2, ' ', false, kJsonReplace) << "\n";
+    std::cout << json.dump(2, ' ', true, kJsonReplace) << "\n";
   } else {
     std::cout << train::to_text(report);
   }

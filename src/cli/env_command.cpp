@@ -229,7 +229,7 @@ int print_layout(const po::variables_map& vm, const env::Topology& topology) {
   const int per_node = vm.count("world") ? 0 : topology.local_size;
   const auto layout = env::ParallelLayout::make(world, pipeline, tensor, per_node);
   if (topology.rank != 0) return 0;
-  emit(vm.count("json") ? layout_json(layout, topology).dump(2, ' ', false, kJsonReplace) + "\n"
+  emit(vm.count("json") ? layout_json(layout, topology).dump(2, ' ', true, kJsonReplace) + "\n"
                         : layout.describe());
   return 0;
 }
@@ -263,18 +263,18 @@ int run_env(const std::vector<std::string>& args, int* argc, char*** argv) {
   const json report = build_report(topology, layout);
   const bool as_json = vm.count("json") != 0;
   if (!vm.count("all-ranks")) {
-    emit(as_json ? report.dump(-1, ' ', false, kJsonReplace) + "\n" : describe(report));
+    emit(as_json ? report.dump(-1, ' ', true, kJsonReplace) + "\n" : describe(report));
     return 0;
   }
   std::vector<json> reports;
   if (session) {
-    for (const auto& text : session->gather_to_root(report.dump(-1, ' ', false, kJsonReplace)))
+    for (const auto& text : session->gather_to_root(report.dump(-1, ' ', true, kJsonReplace)))
       reports.push_back(json::parse(text));
   } else {
     reports.push_back(report);
   }
   if (topology.rank == 0)
-    emit(as_json ? json(reports).dump(2, ' ', false, kJsonReplace) + "\n" : describe_all(reports));
+    emit(as_json ? json(reports).dump(2, ' ', true, kJsonReplace) + "\n" : describe_all(reports));
   return 0;
 }
 

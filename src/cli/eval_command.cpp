@@ -114,7 +114,7 @@ int run_eval(const std::vector<std::string>& args, int* argc, char*** argv) {
   const auto report = train::evaluate_model(o, session);
   if (session.rank() != 0) return 0;
   if (vm.count("json")) {
-    std::cout << as_json(report).dump(2, ' ', false, kJsonReplace) << "\n";
+    std::cout << as_json(report).dump(2, ' ', true, kJsonReplace) << "\n";
   } else {
     print_text(report);
   }

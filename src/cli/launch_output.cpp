@@ -8,7 +8,7 @@
 
 #include <algorithm>
 
-#include "cohort/io/text.hpp"
+#include "cohort/io/terminal.hpp"
 
 namespace cohort::cli {
 namespace {
@@ -31,7 +31,8 @@ bool is_non_zero_exit_notice(const std::vector<std::string>& block) {
 
 void write_lines(const std::vector<std::string>& lines) {
   for (const auto& line : lines) {
-    const std::string out = io::printable(line) + "\n";  // mpirun's and the ranks' text
+    io::PrintableFilter filter;  // mpirun's and the ranks' text: tabs kept, controls not
+    const std::string out = filter.pass(line.data(), line.size()) + filter.finish() + "\n";
     std::size_t done = 0;
     while (done < out.size()) {
       const ssize_t n = ::write(STDERR_FILENO, out.data() + done, out.size() - done);

@@ -74,7 +74,7 @@ int run_predict(const std::vector<std::string>& args, int* argc, char*** argv) {
                           {"ranks", s.ranks},
                           {"seconds", s.seconds},
                           {"samples_per_s", per_s}};
-    std::cout << out.dump(2, ' ', false, kJsonReplace) << "\n";
+    std::cout << out.dump(2, ' ', true, kJsonReplace) << "\n";
     return 0;
   }
   std::printf("%s: %lld samples (%s, outputs %s per sample%s) from %s, %d rank(s), %.1f s\n",

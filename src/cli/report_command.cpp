@@ -103,7 +103,7 @@ int run_report(const std::vector<std::string>& args, int*, char***) {
       j["findings"].push_back(
           {{"rule", f.rule}, {"step", f.step}, {"rank", f.rank}, {"message", f.message}});
     }
-    std::cout << j.dump(2, ' ', false, kJsonReplace) << "\n";
+    std::cout << j.dump(2, ' ', true, kJsonReplace) << "\n";
     return 0;
   }
   std::cout << "report: " << output << "\n";

@@ -100,7 +100,7 @@ int run_train(const std::vector<std::string>& args, int* argc, char*** argv) {
     for (const auto& [name, value] : s.eval.metrics) out["eval"][name] = value;
   }
   if (arguments.json) {
-    std::cout << out.dump(2, ' ', false, kJsonReplace) << "\n";
+    std::cout << out.dump(2, ' ', true, kJsonReplace) << "\n";
     return code;
   }
   std::printf(

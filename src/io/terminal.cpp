@@ -3,23 +3,16 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <iostream>
+#include <new>
 #include <streambuf>
+
+#include "cohort/io/text.hpp"
 
 namespace cohort::io {
 namespace {
-
-// The length of the UTF-8 sequence a lead byte starts (0: not a lead byte).
-std::size_t sequence_length(unsigned char lead) {
-  return lead < 0x80           ? 1
-         : (lead >> 5) == 0x6  ? 2
-         : (lead >> 4) == 0xe  ? 3
-         : (lead >> 3) == 0x1e ? 4
-                               : 0;
-}
-
-bool is_continuation(char byte) { return (static_cast<unsigned char>(byte) & 0xc0) == 0x80; }
 
 bool write_all(int fd, const std::string& text) {
   std::size_t done = 0;
@@ -33,6 +26,7 @@ bool write_all(int fd, const std::string& text) {
 }
 
 // One filtered descriptor: the cookie of its C stream. Writes come under the stream's own lock.
+// Trivially destructible (a stream may be flushed after static destructors ran).
 struct Channel {
   int fd;
   PrintableFilter filter;
@@ -44,7 +38,8 @@ ssize_t channel_write(void* cookie, const char* text, std::size_t count) {
   return static_cast<ssize_t>(count);
 }
 
-// std::cout and std::cerr onto the filtered C streams, so that C and C++ output keep their order.
+// std::cout, std::cerr and std::clog onto the filtered C streams, so that C and C++ output keep
+// their order.
 class StdioBuffer final : public std::streambuf {
  public:
   explicit StdioBuffer(std::FILE* stream) : stream_(stream) {}
@@ -71,50 +66,56 @@ std::FILE* filtered_stream(Channel* channel, int mode) {
   return stream;
 }
 
-// Made once and never freed: the streams are flushed by exit(), after every destructor.
+// The streams live as long as the process: std::cout may be used by a static destructor, and
+// exit() flushes C's streams after those ran. So the buffers are made in static storage that is
+// never destroyed (as std::cout itself is), and the channels are trivially destructible.
 Channel out_channel{STDOUT_FILENO, {}};
 Channel err_channel{STDERR_FILENO, {}};
 std::FILE* filtered_out = nullptr;
 std::FILE* filtered_err = nullptr;
+alignas(StdioBuffer) unsigned char out_buffer_storage[sizeof(StdioBuffer)];
+alignas(StdioBuffer) unsigned char err_buffer_storage[sizeof(StdioBuffer)];
+
+void finish(Channel& channel, std::FILE* stream) {
+  flockfile(stream);
+  std::fflush(stream);
+  write_all(channel.fd, channel.filter.finish());
+  funlockfile(stream);
+}
+
+void flush_at_exit() { flush_printable_output(); }
 
 }  // namespace
 
 std::string PrintableFilter::pass(const char* text, std::size_t count) {
-  std::string in = std::move(pending_);
-  pending_.clear();
+  std::string in(pending_, pending_size_);
+  pending_size_ = 0;
   in.append(text, count);
   std::string out;
   out.reserve(in.size());
+  const auto* bytes = reinterpret_cast<const unsigned char*>(in.data());
   for (std::size_t i = 0; i < in.size();) {
-    const auto c = static_cast<unsigned char>(in[i]);
-    const std::size_t length = sequence_length(c);
-    std::size_t present = 1;  // the bytes of the sequence that are here and well formed
-    while (length > 1 && present < length && i + present < in.size() &&
-           is_continuation(in[i + present])) {
-      ++present;
-    }
-    if (length > 1 && present < length && i + present == in.size()) {
-      pending_.assign(in, i, std::string::npos);  // its end may come with the next piece
+    const int length = utf8_length(bytes + i, in.size() - i);
+    if (length < 0) {  // its end may come with the next piece (at most 3 bytes held)
+      pending_size_ = in.size() - i;
+      in.copy(pending_, pending_size_, i);
       break;
     }
-    const bool whole = length > 0 && present == length;
-    const bool control =
-        (c < 0x20 && c != '\n' && c != '\t') || c == 0x7f ||
-        (length == 2 && whole && c == 0xc2 && static_cast<unsigned char>(in[i + 1]) < 0xa0);
-    if (!whole || control) {
-      out += '?';
-      i += whole ? length : 1;
-    } else {
-      out.append(in, i, length);
-      i += length;
+    const bool kept = length == 1 && (bytes[i] == '\n' || bytes[i] == '\t');
+    if (length == 0 || (!kept && is_control(bytes + i, length))) {
+      out += '?';  // a control character as one '?', a byte that is not UTF-8 as one each
+      i += length > 0 ? static_cast<std::size_t>(length) : 1;
+      continue;
     }
+    out.append(in, i, static_cast<std::size_t>(length));
+    i += static_cast<std::size_t>(length);
   }
   return out;
 }
 
 std::string PrintableFilter::finish() {
-  std::string held(pending_.size(), '?');
-  pending_.clear();
+  std::string held(pending_size_, '?');
+  pending_size_ = 0;
   return held;
 }
 
@@ -133,10 +134,20 @@ void install_printable_output() {
   }
   stdout = filtered_out;  // glibc: stdout and stderr are variables a program may set
   stderr = filtered_err;
-  static StdioBuffer out_buffer(filtered_out);
-  static StdioBuffer err_buffer(filtered_err);
-  std::cout.rdbuf(&out_buffer);
-  std::cerr.rdbuf(&err_buffer);
+  // Never destroyed (the storage's comment): placement, not an allocation.
+  auto* out_buffer = ::new (out_buffer_storage) StdioBuffer(filtered_out);
+  auto* err_buffer = ::new (err_buffer_storage) StdioBuffer(filtered_err);
+  std::cout.rdbuf(out_buffer);
+  std::cerr.rdbuf(err_buffer);
+  std::clog.rdbuf(err_buffer);
+  std::atexit(flush_at_exit);  // runs before the static destructors made before it
+}
+
+void flush_printable_output() {
+  if (filtered_out == nullptr) return;
+  std::cout.flush();
+  finish(out_channel, filtered_out);
+  finish(err_channel, filtered_err);
 }
 
 int terminal_fd(std::FILE* stream) {
@@ -147,9 +158,11 @@ int terminal_fd(std::FILE* stream) {
 
 void write_control(std::FILE* stream, const char* sequence) {
   if (stream == stdout) std::cout.flush();
-  std::fflush(stream);
   const int fd = terminal_fd(stream);
+  flockfile(stream);  // after what the stream holds, before anything another thread adds
+  std::fflush(stream);
   if (fd >= 0) write_all(fd, sequence);  // nothing to draw on when it fails
+  funlockfile(stream);
 }
 
 }  // namespace cohort::io

@@ -3,7 +3,8 @@
 // ConfigError naming the model and the sizes it was built from, never a host driven out of
 // memory by a size a file claims (a dataset's vocab_size of 2^31 is a 2^31 x width embedding).
 // train::build_model holds one around every model's construction (the trainer's, predict's,
-// eval's, doctor's); model.max_build_gib says the budget (0: the host's physical memory).
+// eval's, doctor's); model.max_build_gib says the budget (0: this process's share of the memory
+// it may use, bytes_for()).
 //
 // Under model.materialize = own the model is a skeleton (materialize.hpp): its large tensors
 // are reserved, not held, so the budget bounds each allocation instead of their sum. Nested in a
@@ -24,7 +25,9 @@ class BuildBudget {
   BuildBudget(const BuildBudget&) = delete;
   BuildBudget& operator=(const BuildBudget&) = delete;
 
-  // The budget model.max_build_gib says: the host's physical memory when it is 0.
+  // The budget model.max_build_gib says; when it is 0, what this process may hold (the least of
+  // the host's memory, its cgroup's limit and its address space limit) shared by the node's
+  // ranks. Gradients and optimizer state come after the build: `cohort doctor` checks those.
   static std::uint64_t bytes_for(double max_build_gib);
 
   class Allocator;

@@ -65,7 +65,8 @@ const std::vector<KeySpec>& config_table() {
       {COHORT_KEY(model, max_build_gib), K::kFloat, "0",
        "GiB of memory building the model may hold (materialize = own: its largest tensor), "
        "refused before it is allocated: sizes a dataset claims (vocab_size, classes, seq_len) "
-       "decide it (0: this host's memory)",
+       "decide it (0: the memory this process may use, the least of the host's, its cgroup's "
+       "and its address space limit, shared by the node's ranks)",
        "", 0, kNoLimit},
       {COHORT_KEY(model, freeze), K::kString, "",
        "a regex (RE2): parameters whose names it matches are not trained (not in DDP, not in "

@@ -8,7 +8,11 @@ fuzzer=$1 seeds=$2 work=$3 seconds=$4
 rm -rf "$work"
 mkdir -p "$work/corpus" "$work/artifacts"
 cp "$seeds"/* "$work/corpus/"
-export LSAN_OPTIONS="suppressions=$(dirname "$0")/lsan.supp:print_suppressions=0"
+# The suppressions every target shares, and the target's own (lsan-<target>.supp) when it has one.
+cat "$(dirname "$0")/lsan.supp" >"$work/lsan.supp"
+own="$(dirname "$0")/lsan-$(basename "$fuzzer").supp"
+[ ! -f "$own" ] || cat "$own" >>"$work/lsan.supp"
+export LSAN_OPTIONS="suppressions=$work/lsan.supp:print_suppressions=0"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 set +e
 "$fuzzer" "$work/corpus" -max_total_time="$seconds" -timeout=25 -rss_limit_mb=2048 \

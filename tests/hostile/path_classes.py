@@ -46,15 +46,20 @@ if len(sys.argv) != 4:
 COHORT, WORK, REPO = (os.path.abspath(a) for a in sys.argv[1:])
 TIMEOUT = 120  # per run: a hang (a FIFO opened for reading) fails; a loaded CI machine does not
 KINDS = {"FILE": "in", "DIR": "in", "PATH": "in", "OUT": "out", "OUTDIR": "out"}
-ODD = b"odd-\xff\xfe-\x1b[2J"  # not UTF-8, and an escape sequence that would clear a terminal
+# Not UTF-8 (an invalid byte, an overlong ESC), and an escape sequence that would clear a terminal.
+ODD = b"odd-\xff\xc0\x9b-\x1b[2J"
 
 # Options shown as "arg" whose name says they name a path: declare them with path_value().
-PATHLIKE = re.compile(r"(^|-)(out|output|dir|path|file|files|input|config|data|dataset|model|"
-                      r"checkpoint|template|tokenizer|plugin|workdir|torchscript|eval|to|train|"
-                      r"val|run-dir)$")
+PATHLIKE = re.compile(r"(^|-)(out|output|dir|path|file|files|input|inputs|config|data|dataset|"
+                      r"model|checkpoint|template|tokenizer|plugin|workdir|torchscript|eval|to|"
+                      r"train|val|run-dir|weights|init-from|source|dest|from|log|library|"
+                      r"module|transform|corpus|prefix-dir|root|cache)$")
+# ... and those whose help text says they name one.
+PATHLIKE_HELP = re.compile(r"\b(file|files|directory|folder|path)\b", re.IGNORECASE)
 # ... and those that are not paths, with the reason.
 NOT_PATHS = {
-    ("predict", "task"): "a task name", ("eval", "task"): "a task name",
+    ("data import images", "val-fraction"): "a share (its help mentions the images' path)",
+    ("data make-synthetic", "shards"): "a count (its help mentions the directory they make)",
 }
 
 
@@ -103,13 +108,21 @@ def subcommands(command, text):
     return found
 
 
-def options(text):
+HELP_TEXT = {}  # (form words, option): the option's help text, for PATHLIKE_HELP
+
+
+def options(text, form=()):
     """{option: value name} of a --help text's option table ("arg" when not a path)."""
-    found = {}
+    found, last = {}, None
     for line in text.splitlines():
-        m = re.match(r"^  +(?:-[a-zA-Z] \[ )?--([a-z0-9][a-z0-9-]*)(?: \])?(?: ([A-Za-z]+))?", line)
+        m = re.match(r"^  +(?:-[a-zA-Z] \[ )?--([a-z0-9][a-z0-9-]*)(?: \])?(?: ([A-Za-z]+))?"
+                     r"(?: \(=[^)]*\))?(.*)$", line)
         if m:
-            found[m.group(1)] = m.group(2) or ""
+            last = m.group(1)
+            found[last] = m.group(2) or ""
+            HELP_TEXT[(form, last)] = m.group(3).strip()
+        elif last and re.match(r"^ {10,}\S", line):  # the help text's next line
+            HELP_TEXT[(form, last)] += " " + line.strip()
     return found
 
 
@@ -120,12 +133,13 @@ def forms():
         text = help_of([command])
         subs = subcommands(command, text)
         if not subs:
-            found[(command,)] = options(text)
+            found[(command,)] = options(text, (command,))
         for sub in subs:
             sub_text = help_of([command, sub])
-            found[(command, sub)] = options(sub_text)
+            found[(command, sub)] = options(sub_text, (command, sub))
             for nested in re.findall(rf"see: {command} {sub} ([a-z-]+) --help", sub_text):
-                found[(command, sub, nested)] = options(help_of([command, sub, nested]))
+                found[(command, sub, nested)] = options(help_of([command, sub, nested]),
+                                                        (command, sub, nested))
     return found
 
 
@@ -202,17 +216,20 @@ def build_world(world):
 # what a successful run also makes besides its OUT and OUTDIR values. `code`: its exit code when
 # it is not 0 (outside a Slurm job).
 
-def B(*args, writes=(), code=0):
-    return {"args": list(args), "writes": list(writes), "code": code}
+def B(*args, writes=(), code=0, odd=None):
+    """odd: what a name that is not UTF-8 must end in when not as the baseline."""
+    return {"args": list(args), "writes": list(writes), "code": code, "odd": odd}
 
 
 PREDICT = ("--data", "set.h5", "--out", "pred.h5")
 BASELINES = {
     ("train",): [B("train", "--config", "run.ini", "--set", "train.run_dir=run2",
                    writes=["run2"]),
+                 # A library that registers no model: refused as the baseline (exit 2) through
+                 # every class, which shows the file was opened through the link or odd name.
                  B("train", "--config", "run.ini", "--plugin", "PLUGIN", "--set",
-                   "train.run_dir=run3", writes=["run3"], code=None)],
-    ("doctor",): [B("doctor", "--config", "run.ini", "--output", "doctor.json", code=None)],
+                   "train.run_dir=run3", writes=["run3"], code=2)],
+    ("doctor",): [B("doctor", "--config", "run.ini", "--output", "doctor.json")],
     ("predict",): [B("predict", "--checkpoint", "run/checkpoints", *PREDICT),
                    B("predict", "--checkpoint", "run/checkpoints", "--config",
                      "run/config.resolved.ini", *PREDICT),
@@ -223,7 +240,7 @@ BASELINES = {
                 B("eval", "--model", "net.pt", "--data", "set.h5")],
     ("config", "check"): [B("config", "check", "--file", "run.ini"),
                           B("config", "check", "--file", "run.ini", "--plugin", "PLUGIN",
-                            code=None)],
+                            code=2)],
     ("data", "make-synthetic"): [B("data", "make-synthetic", "--samples", "16", "--features", "4",
                                    "--out", "syn.h5")],
     ("data", "import"): [
@@ -243,7 +260,8 @@ BASELINES = {
                           "va.h5")],
     ("data", "select"): [B("data", "select", "--path", "set.h5", "--classes", "0,1", "--out",
                            "sel.h5")],
-    ("data", "stage"): [B("data", "stage", "--path", "set.h5", "--to", "staged")],
+    # A staged path is read from stdout by scripts: one that would not print is refused.
+    ("data", "stage"): [B("data", "stage", "--path", "set.h5", "--to", "staged", odd="refused2")],
     ("data", "checksum"): [B("data", "checksum", "--file", "set.h5")],
     ("data", "tokenizer", "train"): [B("data", "tokenizer", "train", "--input", "corpus.txt",
                                        "--vocab", "40", "--out", "tok2.model",
@@ -261,7 +279,7 @@ BASELINES = {
     ("slurm", "requeue"): [B("slurm", "requeue", "--config", "run.ini", "--set",
                              "train.run_dir=rq", writes=["rq"], code=75)],
     ("supervise",): [B("supervise", "--config", "run.ini", "--set", "train.run_dir=sup",
-                       writes=["sup"], code=None)],
+                       writes=["sup"])],
     ("bench", "io"): [B("bench", "io", "--dataset", "set.h5", "--rounds", "1", "--batch", "8",
                         "--steps", "2"),
                       B("bench", "io", "--workdir", "bio", "--samples", "64", "--image-size", "8",
@@ -314,7 +332,7 @@ def unprintable(data):
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:
         return f"invalid UTF-8 at byte {e.start}"
-    bad = [c for c in text if (ord(c) < 0x20 and c not in "\n\t\r") or 0x7f <= ord(c) < 0xa0]
+    bad = [c for c in text if (ord(c) < 0x20 and c not in "\n\t") or 0x7f <= ord(c) < 0xa0]
     return f"control character {ord(bad[0]):#x}" if bad else None
 
 
@@ -354,6 +372,17 @@ def check_run(expect, args, cwd, outputs, roots):
 
 
 # --- the classes ------------------------------------------------------------------------------
+
+def printable_name(name):
+    """A name as io::printable shows it: each byte that is not UTF-8 or a control a '?'."""
+    out = []
+    for ch in name:
+        if 0xDC80 <= ord(ch) <= 0xDCFF or ord(ch) < 0x20 or 0x7F <= ord(ch) < 0xA0:
+            out.append("?")
+        else:
+            out.append(ch)
+    return "".join(out)
+
 
 def suffix(value):
     base = os.path.basename(value.rstrip("/"))
@@ -412,7 +441,7 @@ def cases_for(form, baseline, option, kind, position, inputs):
             path = sibling(value, os.fsdecode(ODD) + end)  # str, its bytes as surrogates
             copy_of(os.path.join(d, value), os.path.join(d, path))
             return path, []
-        found += [("outside-link", same, outside), ("odd-name", same, odd)]
+        found += [("outside-link", same, outside), ("odd-name", baseline["odd"] or same, odd)]
     else:
         def outside(d):
             victim = os.path.join(d, "..", "outside", "victim" + end)
@@ -440,7 +469,7 @@ def cases_for(form, baseline, option, kind, position, inputs):
             return os.path.join("readonly", "out" + end), []
 
         found += [("outside-link", same if kind == "OUT" else "either", outside),
-                  ("odd-name", same, odd), ("unwritable", "refused", unwritable)]
+                  ("odd-name", baseline["odd"] or same, odd), ("unwritable", "refused", unwritable)]
         if kind == "OUT":
             for source in inputs:
                 found.append((f"input {source}", "refused2", lambda d, s=source: (s, [])))
@@ -473,11 +502,17 @@ def run_job(job, world, scratch):
     if job["expect"] not in ("refused", "refused2"):
         places = [("tree", os.fsencode(os.path.join(case, p))) for p in job["outputs"]]
         places += [(how, os.fsencode(p)) for how, p in extra]
-        if value is not None:
+        if value is not None and job["output"]:
             given = os.path.join(os.fsencode(case), os.fsencode(value))
             places += [("tree", given), ("stem", os.path.splitext(given)[0] + b".")]
     problems, result = check_run(job["expect"], substitute(job["args"], job["position"], value),
                                  case, places, roots)
+    if result and result[0] in (2, 3) and value is not None and job["expect"] in (
+            "refused", "refused2"):
+        # The one line names what it refuses (as the terminal shows it: printable).
+        shown = printable_name(os.path.basename(os.fsdecode(value).rstrip("/")))
+        if shown not in result[2]:
+            problems.append(f"the error line does not name {shown!r}")
     for top, dirs, _ in os.walk(scratch):  # a read-only place must not stop the clean-up
         for d in dirs:
             os.chmod(os.path.join(top, d), 0o755)
@@ -515,9 +550,11 @@ def plan(table, world):
     for form, opts in sorted(table.items()):
         label = " ".join(form)
         for option, kind in opts.items():
-            if kind not in KINDS and PATHLIKE.search(option) and (form[0], option) not in NOT_PATHS:
+            says = PATHLIKE.search(option) or PATHLIKE_HELP.search(HELP_TEXT.get((form, option), ""))
+            if kind and kind not in KINDS and says and (label, option) not in NOT_PATHS:
                 failures.append(f"{label} --{option}: looks like a path but its --help shows "
-                                f"'{kind or 'no value'}': declare it with path_value()")
+                                f"'{kind}': declare it with path_value(), or list it in "
+                                "NOT_PATHS with the reason")
         paths = {o: k for o, k in opts.items() if k in KINDS}
         if not paths:
             continue
@@ -539,6 +576,7 @@ def plan(table, world):
             key = f"{label} [{index}]"
             baselines.append({"name": f"{key} baseline", "key": key, "args": args,
                               "position": None, "prepare": None, "outputs": outputs,
+                              "output": False,
                               "expect": "either" if base["code"] is None else base["code"]})
             for option, kind, j in positions:
                 tried.add((label, option))
@@ -546,9 +584,13 @@ def plan(table, world):
                                                       j, inputs):
                     cases.append({"name": f"{key} --{option} {cls}", "key": key, "args": args,
                                   "position": j, "prepare": prepare, "expect": expect,
-                                  "outputs": [o for o in outputs if o != args[j]]})
+                                  "outputs": [o for o in outputs if o != args[j]],
+                                  "output": KINDS[kind] == "out"})
         failures += [f"{label} --{o}: a path option no baseline uses" for o in paths
                      if o not in used]
+    # A baseline whose form --help no longer shows (a changed help format would drop them all).
+    failures += [f"{' '.join(f)}: a baseline for a form that --help does not show"
+                 for f in BASELINES if f not in table]
     return failures, baselines, cases, tried
 
 

@@ -10,7 +10,7 @@ src=$1
 fail() { echo "FAIL: $*"; exit 1; }
 declare -A allowed=(
   [src/io/terminal.cpp]="the filter itself"
-  [src/cli/launch_output.cpp]="relays mpirun's stderr, each line through io::printable"
+  [src/cli/launch_output.cpp]="relays mpirun's stderr, each line through an io::PrintableFilter"
   [src/cli/step_runner.cpp]="the forked child's stderr, redirected before exec"
   [src/slurm/submit.cpp]="the forked child's stdout to a pipe (sbatch's reply), before exec"
 )

@@ -18,9 +18,11 @@
 
 namespace cohort::io {
 
-// What of a byte stream is printable, as io::printable says for one string but keeping newline
-// and tab: a control character (C0, DEL, C1) or a byte that is not UTF-8 becomes '?'. A UTF-8
-// sequence split between two pieces is held until its last byte comes.
+// What of a byte stream is printable, as io::printable says for one string (io::utf8_length's
+// rule) but keeping newline and tab: a control character (C0, DEL, C1) or a byte that is not
+// UTF-8 becomes '?'. A UTF-8 sequence split between two pieces is held until its last byte
+// comes. Trivially destructible: a stream flushed by exit() after static destructors ran may
+// still pass its last bytes through one.
 class PrintableFilter {
  public:
   std::string pass(const char* text, std::size_t count);
@@ -28,12 +30,17 @@ class PrintableFilter {
   std::string finish();
 
  private:
-  std::string pending_;
+  char pending_[4] = {};
+  std::size_t pending_size_ = 0;
 };
 
-// Installs the filtered stdout and stderr (idempotent). Never throws: where the streams cannot
-// be made, the process prints unfiltered and says so once on stderr.
+// Installs the filtered stdout and stderr (idempotent), std::cout, std::cerr and std::clog on
+// them, and a flush at exit that also prints a character left unfinished. Never throws: where
+// the streams cannot be made, the process prints unfiltered and says so once on stderr.
 void install_printable_output();
+
+// Flushes the filtered streams, a character left unfinished printed as '?' (before exec).
+void flush_printable_output();
 
 // The descriptor a stream writes to: 1 for stdout, 2 for stderr (filtered or not), fileno()
 // for others.

@@ -20,11 +20,15 @@ namespace {
 // An image file is read whole: a larger one is refused (a 64 Mpx JPEG is some 30 MB).
 constexpr std::size_t kMaxFileBytes = std::size_t{256} << 20;
 
+// A progressive JPEG of a few hundred bytes can hold thousands of scans, each a pass over the
+// whole image: libjpeg-turbo's own tools stop at 500 (TJPARAM_SCANLIMIT); so does this.
+constexpr int kMaxJpegScans = 500;
+
 struct JpegErrors {
   jpeg_error_mgr manager;
+  jpeg_progress_mgr progress;
   std::jmp_buf jump;
   char message[JMSG_LENGTH_MAX];
-  int warnings;
 };
 
 [[noreturn]] void jpeg_fail(j_common_ptr info) {
@@ -34,10 +38,17 @@ struct JpegErrors {
 }
 
 // A corrupt-data warning (a truncated file, a bad Huffman code) makes libjpeg fill in grey and go
-// on; Pillow refuses such a file, and so does this.
+// on; Pillow refuses such a file, and so does this, at once (no more work on a corrupt file).
 void jpeg_warn(j_common_ptr info, int level) {
+  if (level < 0) jpeg_fail(info);
+}
+
+void jpeg_scans(j_common_ptr info) {
+  auto* decompress = reinterpret_cast<j_decompress_ptr>(info);
+  if (decompress->input_scan_number <= kMaxJpegScans) return;
   auto* errors = reinterpret_cast<JpegErrors*>(info->err);
-  if (level < 0 && errors->warnings++ == 0) (*info->err->format_message)(info, errors->message);
+  std::snprintf(errors->message, sizeof errors->message, "more than %d scans", kMaxJpegScans);
+  std::longjmp(errors->jump, 1);
 }
 
 // Decodes into out; returns false with errors->message set on failure.
@@ -47,7 +58,8 @@ bool decode_jpeg(const std::string& bytes, std::int64_t max_pixels, JpegErrors* 
   info.err = jpeg_std_error(&errors->manager);
   errors->manager.error_exit = jpeg_fail;
   errors->manager.emit_message = jpeg_warn;
-  errors->warnings = 0;
+  errors->progress = {};
+  errors->progress.progress_monitor = jpeg_scans;
   if (setjmp(errors->jump)) {
     jpeg_destroy_decompress(&info);
     return false;
@@ -55,7 +67,20 @@ bool decode_jpeg(const std::string& bytes, std::int64_t max_pixels, JpegErrors* 
   jpeg_create_decompress(&info);
   jpeg_mem_src(&info, reinterpret_cast<const unsigned char*>(bytes.data()),
                static_cast<unsigned long>(bytes.size()));
+  info.progress = &errors->progress;
   jpeg_read_header(&info, TRUE);
+  // The size the header claims, before libjpeg allocates for it (a progressive file's whole
+  // coefficient buffer comes with jpeg_start_decompress); and its memory bounded by the same
+  // claim, so that what the header does not say (sampling, scans) cannot take more: beyond it
+  // libjpeg stops with an error (it has no backing store), not the host's memory.
+  if (std::int64_t{info.image_width} * info.image_height > max_pixels) {
+    std::snprintf(errors->message, sizeof errors->message, "%ux%u pixels, more than %lld",
+                  info.image_width, info.image_height, static_cast<long long>(max_pixels));
+    jpeg_destroy_decompress(&info);
+    return false;
+  }
+  info.mem->max_memory_to_use =
+      static_cast<long>(std::int64_t{info.image_width} * info.image_height * 16 + (64 << 20));
   if (info.jpeg_color_space == JCS_CMYK || info.jpeg_color_space == JCS_YCCK) {
     std::snprintf(errors->message, sizeof errors->message, "CMYK JPEG is not supported");
     jpeg_destroy_decompress(&info);
@@ -82,7 +107,7 @@ bool decode_jpeg(const std::string& bytes, std::int64_t max_pixels, JpegErrors* 
   }
   jpeg_finish_decompress(&info);
   jpeg_destroy_decompress(&info);
-  return errors->warnings == 0;
+  return true;
 }
 
 struct PngSource {

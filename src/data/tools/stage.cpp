@@ -96,11 +96,11 @@ std::vector<std::string> srun_per_node(const std::vector<std::string>& command) 
 }
 
 // Lines "node<TAB>bytes<TAB>checksum<TAB>path" from `cohort data checksum`, checked against the
-// source files; returns the nodes seen. The command prints each path as io::printable makes it
-// (a name with a tab, a newline or bytes that are not UTF-8 stays one field of one line).
+// source files (whose paths print as they are: stage() refused the others); returns the nodes
+// seen.
 std::vector<std::string> verify(const std::string& report, const std::vector<StagedFile>& files) {
   std::map<std::string, const StagedFile*> expected;
-  for (const auto& f : files) expected[io::printable(f.destination)] = &f;
+  for (const auto& f : files) expected[f.destination] = &f;
   std::map<std::string, std::size_t> seen_per_node;
   std::istringstream lines(report);
   // Split on the tabs only: a path may hold spaces (read with >>, "my data/x.h5" broke the check
@@ -143,14 +143,20 @@ StageResult stage(const std::string& source, const std::string& dest_dir,
   result.destination =
       dest_dir + "/" + (name.empty() ? fs::path(source).parent_path().filename().string() : name);
   const std::string target_dir = directory ? result.destination : dest_dir;
+  // Scripts read the staged path from stdout (DATA=$(cohort data stage ...)), and the checksum
+  // report comes back as text: a path that would not print as it is (not UTF-8, a control
+  // character, a tab or a newline) is refused before anything is copied, never printed altered.
+  COHORT_CHECK(io::printable(result.destination) == result.destination, UsageError,
+               "stage: the staged path '", result.destination,
+               "' would not print as it is (bytes that are not UTF-8, or control characters): "
+               "stage into a directory, and from a dataset, whose names print");
   for (const auto& file : sources) {
-    // The checksum report is one line per file, tab-separated: refused before anything is copied.
-    COHORT_CHECK(file.find_first_of("\t\n") == std::string::npos &&
-                     target_dir.find_first_of("\t\n") == std::string::npos,
-                 UsageError, "stage: paths with tabs or newlines are not supported: ", file);
     StagedFile staged;
     staged.source = file;
     staged.destination = target_dir + "/" + fs::path(file).filename().string();
+    COHORT_CHECK(io::printable(staged.destination) == staged.destination, UsageError,
+                 "stage: the staged file '", staged.destination,
+                 "' would not print as it is (bytes that are not UTF-8, or control characters)");
     staged.bytes = io::file_bytes(file);
     staged.checksum = io::file_checksum(file);
     result.files.push_back(staged);

@@ -31,7 +31,12 @@ struct Tokenizer::Impl {
 Tokenizer::Tokenizer(const std::string& model_path)
     : impl_(std::make_unique<Impl>()), path_(model_path) {
   const std::string bytes = io::read_small_file(model_path, kMaxModelBytes);
-  const auto status = impl_->processor.LoadFromSerializedProto(bytes);
+  sentencepiece::util::Status status;
+  try {
+    status = impl_->processor.LoadFromSerializedProto(bytes);
+  } catch (const std::exception& e) {  // darts-clone throws on a malformed piece table
+    COHORT_THROW(IoError, model_path, ": not a SentencePiece model (", e.what(), ")");
+  }
   COHORT_CHECK(status.ok(), IoError, model_path, ": not a SentencePiece model (", status.ToString(),
                ")");
   COHORT_CHECK(impl_->processor.GetPieceSize() > 0, IoError, model_path, ": an empty vocabulary");

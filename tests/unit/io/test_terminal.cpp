@@ -5,10 +5,12 @@
 
 #include <boost/test/unit_test.hpp>
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <string>
 
 #include "cohort/io/terminal.hpp"
+#include "cohort/io/text.hpp"
 #include "scratch.hpp"
 
 namespace io = cohort::io;
@@ -44,6 +46,16 @@ BOOST_AUTO_TEST_CASE(replaces_controls_and_bytes_that_are_not_utf8) {
   }
 }
 
+BOOST_AUTO_TEST_CASE(refuses_what_only_looks_like_utf8) {
+  // An overlong ESC (C0 9B), an overlong '/' in three bytes (E0 80 AF), a surrogate (ED A0 80),
+  // a lead byte past U+10FFFF (F5), a code point above U+10FFFF (F4 90 80 80): each byte a '?'.
+  const std::string text = "a\xc0\x9b b\xe0\x80\xaf c\xed\xa0\x80 d\xf5\x80 e\xf4\x90\x80\x80\n";
+  const std::string want = "a?? b??? c??? d?? e????\n";
+  for (std::size_t piece : {1, 2, 3, 1000}) BOOST_TEST(pass_in_pieces(text, piece) == want);
+  BOOST_TEST(io::printable("\xc0\x9b\xed\xa0\x80") == "?????");
+  BOOST_TEST(io::printable("U+10FFFF \xf4\x8f\xbf\xbf ok") == "U+10FFFF \xf4\x8f\xbf\xbf ok");
+}
+
 BOOST_AUTO_TEST_CASE(holds_a_split_sequence_until_its_end_and_finishes_a_cut_one) {
   io::PrintableFilter filter;
   BOOST_TEST(filter.pass("x\xe2\x82", 3) == "x");  // the euro sign's first two bytes
@@ -70,15 +82,16 @@ BOOST_AUTO_TEST_CASE(filters_what_a_process_prints_by_every_way) {
               << "\n";
     io::write_control(stdout, "\r\x1b[K");
     std::printf("after\n");
-    std::fflush(nullptr);
-    _exit(0);
+    std::clog << "clog \x1b[H\n";
+    std::printf("cut \xe2\x82");  // a character its end never comes to: '?'s at exit
+    std::exit(0);                 // as a command ends: the filtered streams flushed at exit
   }
   int status = 0;
   BOOST_REQUIRE(waitpid(child, &status, 0) == child);
   BOOST_REQUIRE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
   BOOST_TEST(cohort::test::read(out_path) ==
-             "printf ?]0;title? name?\ncout caf\xc3\xa9 ?[2J\n\r\x1b[Kafter\n");
-  BOOST_TEST(cohort::test::read(err_path) == "stderr ?[31mred\ncerr ?\n");
+             "printf ?]0;title? name?\ncout caf\xc3\xa9 ?[2J\n\r\x1b[Kafter\ncut ??");
+  BOOST_TEST(cohort::test::read(err_path) == "stderr ?[31mred\ncerr ?\nclog ?[H\n");
   BOOST_TEST(io::terminal_fd(stdout) == STDOUT_FILENO);
 }
 
