@@ -23,6 +23,7 @@ namespace cohort::ckpt {
 namespace {
 
 constexpr std::uint64_t kMaxPickleBytes = 256ull << 20;
+constexpr std::uint64_t kMaxVersionBytes = 64;  // torch.save writes "3\n"
 
 std::uint32_t le32(const unsigned char* p) {
   return p[0] | (p[1] << 8) | (p[2] << 16) | (static_cast<std::uint32_t>(p[3]) << 24);
@@ -40,12 +41,14 @@ class TorchZip {
  public:
   explicit TorchZip(const std::string& path)
       : path_(path), fd_(UniqueFd::open_read_only(path)), size_(io::file_bytes(path)) {
+    // The directory first: PyTorchStreamReader allocates a record's claimed size before it reads
+    // it (its version record, at once), so every claim is checked against the file before.
+    read_directory();
     try {
       reader_ = std::make_unique<caffe2::serialize::PyTorchStreamReader>(path);
     } catch (const c10::Error& e) {
       COHORT_THROW(IoError, path, ": not a torch.save zip file (", e.what_without_backtrace(), ")");
     }
-    read_directory();
   }
 
   // The record's bytes [offset, offset + size), stored uncompressed inside the file.
@@ -79,7 +82,8 @@ class TorchZip {
     read(size_ - tail, tail, end.data());
     std::uint64_t at = tail;
     while (at >= 22 && le32(end.data() + at - 22) != 0x06054b50u) --at;
-    COHORT_CHECK(at >= 22, IoError, path_, ": no zip end-of-directory record");
+    COHORT_CHECK(at >= 22, IoError, path_,
+                 ": not a torch.save zip file (no zip end-of-directory record)");
     const unsigned char* eocd = end.data() + at - 22;
     std::uint64_t offset = le32(eocd + 16), bytes = le32(eocd + 12);
     if (offset == 0xffffffffu && at >= 42 && le32(eocd - 20) == 0x07064b50u) {
@@ -101,15 +105,33 @@ class TorchZip {
       const std::uint64_t names = le16(e + 28), extra = le16(e + 30), comment = le16(e + 32);
       COHORT_CHECK(p + 46 + names + extra + comment <= bytes, IoError, path_,
                    ": a zip directory entry past its end");
-      std::uint64_t stored = le32(e + 20);
+      std::uint64_t stored = le32(e + 20), plain = le32(e + 24);
       if (stored == 0xffffffffu) stored = zip64_size(e + 46 + names, extra, le32(e + 24));
+      if (plain == 0xffffffffu) plain = zip64_first(e + 46 + names, extra);
       const std::string name(reinterpret_cast<const char*>(e + 46), names);
       const auto slash = name.find('/');
-      COHORT_CHECK(le16(e + 10) == 0 || slash == std::string::npos, IoError, path_, ": record ",
-                   name, " is compressed (torch.save stores records uncompressed)");
+      COHORT_CHECK(le16(e + 10) == 0, IoError, path_, ": record ", name,
+                   " is compressed (torch.save stores records uncompressed)");
+      // What LibTorch allocates for a record: its claim, held to what the file can hold (and a
+      // version record, which it reads at once, to a few bytes).
+      const bool version = name.size() >= 7 && name.compare(name.size() - 7, 7, "version") == 0;
+      COHORT_CHECK(plain == stored && stored <= size_ && (!version || stored <= kMaxVersionBytes),
+                   IoError, path_, ": record ", name, " claims ", plain, " bytes (", stored,
+                   " stored) in a file of ", size_);
       if (slash != std::string::npos) sizes_[name.substr(slash + 1)] = stored;
       p += 46 + names + extra + comment;
     }
+  }
+
+  // Zip64's extra field's first value: the 64-bit uncompressed size (when the 32-bit one is
+  // 0xffffffff).
+  std::uint64_t zip64_first(const unsigned char* extra, std::uint64_t length) const {
+    for (std::uint64_t at = 0; at + 4 <= length;) {
+      const std::uint64_t id = le16(extra + at), bytes = le16(extra + at + 2);
+      if (id == 0x0001 && at + 12 <= length && bytes >= 8) return le64(extra + at + 4);
+      at += 4 + bytes;
+    }
+    COHORT_THROW(IoError, path_, ": a zip64 size without its extra field");
   }
 
   // Zip64's extra field: the 64-bit uncompressed size first when its 32-bit one is 0xffffffff,

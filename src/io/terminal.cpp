@@ -89,27 +89,13 @@ void flush_at_exit() { flush_printable_output(); }
 
 std::string PrintableFilter::pass(const char* text, std::size_t count) {
   std::string in(pending_, pending_size_);
-  pending_size_ = 0;
   in.append(text, count);
   std::string out;
   out.reserve(in.size());
-  const auto* bytes = reinterpret_cast<const unsigned char*>(in.data());
-  for (std::size_t i = 0; i < in.size();) {
-    const int length = utf8_length(bytes + i, in.size() - i);
-    if (length < 0) {  // its end may come with the next piece (at most 3 bytes held)
-      pending_size_ = in.size() - i;
-      in.copy(pending_, pending_size_, i);
-      break;
-    }
-    const bool kept = length == 1 && (bytes[i] == '\n' || bytes[i] == '\t');
-    if (length == 0 || (!kept && is_control(bytes + i, length))) {
-      out += '?';  // a control character as one '?', a byte that is not UTF-8 as one each
-      i += length > 0 ? static_cast<std::size_t>(length) : 1;
-      continue;
-    }
-    out.append(in, i, static_cast<std::size_t>(length));
-    i += static_cast<std::size_t>(length);
-  }
+  const std::size_t taken =
+      append_printable(out, reinterpret_cast<const unsigned char*>(in.data()), in.size(),
+                       /*keep_lines=*/true, /*hold_unfinished=*/true);
+  pending_size_ = in.copy(pending_, sizeof pending_, taken);  // at most 3 bytes are left
   return out;
 }
 

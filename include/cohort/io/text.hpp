@@ -43,23 +43,36 @@ inline bool is_control(const unsigned char* text, int length) {
          (length == 2 && text[0] == 0xc2 && text[1] < 0xa0);
 }
 
+// Appends the printable form of bytes[0, count) to `out`: a control character (C0, DEL, C1) as
+// one '?', a byte that is not UTF-8 as one '?' each; newline and tab kept when `keep_lines`.
+// With `hold_unfinished`, a character cut off at the end is not appended. Returns the bytes
+// taken. The one loop of io::printable and io::PrintableFilter.
+inline std::size_t append_printable(std::string& out, const unsigned char* bytes, std::size_t count,
+                                    bool keep_lines, bool hold_unfinished) {
+  std::size_t i = 0;
+  while (i < count) {
+    const int length = utf8_length(bytes + i, count - i);
+    if (length < 0 && hold_unfinished) break;  // its end may come with the next piece
+    const bool kept = keep_lines && (bytes[i] == '\n' || bytes[i] == '\t');
+    if (length <= 0 || (!kept && is_control(bytes + i, length))) {
+      out += '?';
+      i += length > 0 ? static_cast<std::size_t>(length) : 1;
+      continue;
+    }
+    out.append(reinterpret_cast<const char*>(bytes + i), static_cast<std::size_t>(length));
+    i += static_cast<std::size_t>(length);
+  }
+  return i;
+}
+
 // `text` made safe for a terminal: control characters (C0, DEL, and C1 as UTF-8 or as raw bytes)
 // and bytes that are not valid UTF-8 become '?'. Text from metrics.jsonl is written by whoever
 // can write the run directory; an escape sequence in it must not reach the user's terminal.
 inline std::string printable(const std::string& text) {
   std::string out;
   out.reserve(text.size());
-  const auto* bytes = reinterpret_cast<const unsigned char*>(text.data());
-  for (std::size_t i = 0; i < text.size();) {
-    const int length = utf8_length(bytes + i, text.size() - i);
-    if (length <= 0 || is_control(bytes + i, length)) {
-      out += '?';  // a control character as one '?', a byte that is not UTF-8 as one each
-      i += length > 0 ? static_cast<std::size_t>(length) : 1;
-      continue;
-    }
-    out.append(text, i, static_cast<std::size_t>(length));
-    i += static_cast<std::size_t>(length);
-  }
+  append_printable(out, reinterpret_cast<const unsigned char*>(text.data()), text.size(),
+                   /*keep_lines=*/false, /*hold_unfinished=*/false);
   return out;
 }
 
