@@ -20,17 +20,6 @@
 
 namespace data = cohort::data;
 
-namespace {
-
-const std::string& text_file() {
-  static const std::string path = std::filesystem::temp_directory_path().string() +
-                                  "/cohort-fuzz-labelled-text-" + std::to_string(::getpid()) +
-                                  ".tsv";
-  return path;
-}
-
-}  // namespace
-
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   if (size == 0) return 0;
   const std::size_t max_piece = data[0] == 0 ? data::parse::kMaxLinePiece : data[0];
@@ -38,15 +27,13 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   // A gzip file inflates up to a thousandfold (the importers' bound); zlib reads any other file
   // unchanged.
   if (file.size() >= 2 && file[0] == '\x1f' && file[1] == '\x8b') return 0;
-  {
-    std::ofstream out(text_file(), std::ios::binary | std::ios::trunc);
-    out << file;
-  }
+  static const std::string text_file = cohort::fuzz::scratch_path("labelled-text", ".tsv");
+  cohort::fuzz::write_scratch(text_file, file.data(), file.size());
   cohort::fuzz::expect_contract([&] {
     std::vector<data::parse::LabelledExample> examples;
     std::size_t ended = 0;
     data::parse::parse_labelled_lines(
-        text_file(), data::ImportOptions{}.max_inflate_ratio, max_piece,
+        text_file, data::ImportOptions{}.max_inflate_ratio, max_piece,
         [](std::string_view piece, std::vector<std::int32_t>& ids) {
           for (const char c : piece) ids.push_back(static_cast<unsigned char>(c));
         },

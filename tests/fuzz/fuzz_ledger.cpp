@@ -21,8 +21,7 @@ namespace {
 
 const std::string& run_dir() {
   static const std::string dir = [] {
-    std::string d = std::filesystem::temp_directory_path().string() + "/cohort-fuzz-ledger-" +
-                    std::to_string(::getpid());
+    std::string d = cohort::fuzz::scratch_path("ledger");
     std::filesystem::create_directories(d);
     return d;
   }();
@@ -48,10 +47,7 @@ bool same(const slurm::RestartLedger& a, const slurm::RestartLedger& b) {
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string path = slurm::ledger_path(run_dir());
-  {
-    std::ofstream out(path, std::ios::binary | std::ios::trunc);
-    out.write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(size));
-  }
+  cohort::fuzz::write_scratch(path, data, size);
   cohort::fuzz::expect_contract([&] {
     const auto ledger = slurm::RestartLedger::load(path, "12");
     if (ledger.job != "12" || !counts_in_range(ledger)) std::abort();

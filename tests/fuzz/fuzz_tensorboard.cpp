@@ -20,13 +20,6 @@
 
 namespace {
 
-const std::string& event_file() {
-  static const std::string path = std::filesystem::temp_directory_path().string() +
-                                  "/cohort-fuzz-tensorboard-" + std::to_string(::getpid()) +
-                                  ".cohort";
-  return path;
-}
-
 std::string contents(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -39,21 +32,19 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   std::int64_t step = 0;
   std::memcpy(&step, data, sizeof step);
   const std::string file(reinterpret_cast<const char*>(data) + 8, size - 8);
-  {
-    std::ofstream out(event_file(), std::ios::binary | std::ios::trunc);
-    out << file;
-  }
+  static const std::string event_file = cohort::fuzz::scratch_path("tensorboard", ".cohort");
+  cohort::fuzz::write_scratch(event_file, file.data(), file.size());
   cohort::fuzz::expect_contract([&] {
-    const std::int64_t kept = cohort::monitor::cut_events_after(event_file(), step);
-    const std::string cut = contents(event_file());
+    const std::int64_t kept = cohort::monitor::cut_events_after(event_file, step);
+    const std::string cut = contents(event_file);
     if (kept < 0) {
       if (kept != -1 || cut != file) std::abort();  // not an event file: left alone
       return;
     }
     if (cut.size() > file.size() || file.compare(0, cut.size(), cut) != 0) std::abort();
     if ((kept == 0) != cut.empty()) std::abort();  // at least 16 bytes a record
-    if (cohort::monitor::cut_events_after(event_file(), step) != kept ||
-        contents(event_file()) != cut) {
+    if (cohort::monitor::cut_events_after(event_file, step) != kept ||
+        contents(event_file) != cut) {
       std::abort();
     }
   });

@@ -23,30 +23,17 @@
 
 namespace data = cohort::data;
 
-namespace {
-
-std::string scratch(const char* suffix) {
-  return std::filesystem::temp_directory_path().string() + "/cohort-fuzz-tokenizer-" +
-         std::to_string(::getpid()) + suffix;
-}
-
-void write(const std::string& path, const std::uint8_t* bytes, std::size_t size) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(reinterpret_cast<const char*>(bytes), static_cast<std::streamsize>(size));
-}
-
-}  // namespace
-
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* bytes, std::size_t size) {
-  static const std::string model_file = scratch(".model"), text_file = scratch(".txt");
+  static const std::string model_file = cohort::fuzz::scratch_path("tokenizer", ".model"),
+                           text_file = cohort::fuzz::scratch_path("tokenizer", ".txt");
   if (size < 2) return 0;
   std::size_t text_bytes = bytes[0] | (std::size_t{bytes[1]} << 8);
   if (text_bytes > size - 2) text_bytes = size - 2;
   // A gzip text inflates up to a thousandfold: the importers' bound, not the tokenizer's, and
   // slow to encode under ASan; zlib reads any other text unchanged.
   if (text_bytes >= 2 && bytes[2] == 0x1f && bytes[3] == 0x8b) return 0;
-  write(text_file, bytes + 2, text_bytes);
-  write(model_file, bytes + 2 + text_bytes, size - 2 - text_bytes);
+  cohort::fuzz::write_scratch(text_file, bytes + 2, text_bytes);
+  cohort::fuzz::write_scratch(model_file, bytes + 2 + text_bytes, size - 2 - text_bytes);
   cohort::fuzz::expect_contract([&] {
     const data::Tokenizer tokenizer(model_file);
     const std::int64_t vocab = tokenizer.vocab_size();

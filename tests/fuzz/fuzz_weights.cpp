@@ -17,24 +17,12 @@
 #include "cohort/ckpt/weights.hpp"
 #include "fuzz_contract.hpp"
 
-namespace {
-
-const std::string& weights_file() {
-  static const std::string path = std::filesystem::temp_directory_path().string() +
-                                  "/cohort-fuzz-weights-" + std::to_string(::getpid()) + ".pt";
-  return path;
-}
-
-}  // namespace
-
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  {
-    std::ofstream out(weights_file(), std::ios::binary | std::ios::trunc);
-    out.write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(size));
-  }
+  static const std::string weights_file = cohort::fuzz::scratch_path("weights", ".pt");
+  cohort::fuzz::write_scratch(weights_file, data, size);
   cohort::fuzz::expect_contract([&] {
-    const auto weights = cohort::ckpt::read_torch_save(weights_file());
-    if (weights.source != weights_file()) std::abort();
+    const auto weights = cohort::ckpt::read_torch_save(weights_file);
+    if (weights.source != weights_file) std::abort();
     for (const auto& [name, tensor] : weights.tensors) {
       if (!tensor.defined()) std::abort();
       const auto& storage = tensor.storage();

@@ -63,12 +63,8 @@ NOT_PATHS = {
 }
 
 
-def cohort(args, cwd, timeout=TIMEOUT):
-    return subprocess.run([COHORT] + args, cwd=cwd, capture_output=True, timeout=timeout)
-
-
 def must(args, cwd):
-    done = cohort(args, cwd, timeout=600)
+    done = subprocess.run([COHORT] + args, cwd=cwd, capture_output=True, timeout=600)
     if done.returncode != 0:
         raise SystemExit(f"setup: cohort {' '.join(args)}: exit {done.returncode}: "
                          f"{done.stderr.decode(errors='replace')[-800:]}")
@@ -403,7 +399,7 @@ def copy_of(src, dst):
         shutil.copy2(src, dst)
 
 
-def cases_for(form, baseline, option, kind, position, inputs):
+def cases_for(baseline, kind, position, inputs):
     """(class, expectation, prepare) for one value of a path option: prepare(case_dir) makes the
     path, returns (value, extra places that may change)."""
     value = baseline["args"][position]
@@ -580,7 +576,7 @@ def plan(table, world):
                               "expect": "either" if base["code"] is None else base["code"]})
             for option, kind, j in positions:
                 tried.add((label, option))
-                for cls, expect, prepare in cases_for(form, dict(base, args=args), option, kind,
+                for cls, expect, prepare in cases_for(dict(base, args=args), kind,
                                                       j, inputs):
                     cases.append({"name": f"{key} --{option} {cls}", "key": key, "args": args,
                                   "position": j, "prepare": prepare, "expect": expect,
