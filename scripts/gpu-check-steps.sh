@@ -355,11 +355,14 @@ PY
 check_nccl() {
   "$build/tests/mpi/cohort_mpi_tests" --run_test=comm_nccl --log_level=message \
     --color_output=no 2>&1 | tee "$work/nccl-test.log"
-  [ "${PIPESTATUS[0]}" = 0 ] || return 1
+  local rc=${PIPESTATUS[0]}
   if ! have_gpu; then
+    # The NCCL cases skip, and the program says so with exit 79 (tests/test_skip.hpp).
+    [ "$rc" = 79 ] || { echo "no GPU: expected the refusals to pass and the rest to skip (exit 79), got exit $rc"; return 1; }
     echo "no GPU: the refusals passed; skipped: $(grep -m1 -o 'SKIPPED.*' "$work/nccl-test.log")"
     return 77
   fi
+  [ "$rc" = 0 ] || { echo "exit $rc: $(grep -m1 -o 'SKIPPED.*' "$work/nccl-test.log")"; return 1; }
   if grep -q SKIPPED "$work/nccl-test.log"; then
     echo "a GPU is here but NCCL cases were skipped: $(grep -m1 -o 'SKIPPED.*' "$work/nccl-test.log")"
     return 1

@@ -153,15 +153,28 @@ CheckResult check_memory(const TrainConfig& config, const DoctorOptions& o,
   return available >= need ? pass("memory", detail) : fail("memory", detail);
 }
 
-CheckResult check_gpu() {
+// A job on NCCL needs a GPU for each of the node's ranks (NCCL refuses two ranks on one GPU), so
+// a node without them fails here, before training would refuse it on every rank; a job on MPI
+// only needs the GPUs it has to be healthy.
+CheckResult check_gpu(const TrainConfig& config, const DoctorOptions& o) {
   const auto report = env::gpu_health();
-  if (!report.nvml) return {"gpu", CheckStatus::kSkip, report.note};
+  const bool needs = config.parallel.backend == GradBackend::kNccl;
+  const std::string need =
+      "parallel.backend = nccl needs " + std::to_string(o.ranks_per_node) + " GPU(s) on this node";
+  if (!report.nvml) {
+    return needs ? fail("gpu", need + ": " + report.note)
+                 : CheckResult{"gpu", CheckStatus::kSkip, report.note};
+  }
   std::string problems;
   for (const auto& gpu : report.gpus) {
     if (!gpu.healthy) problems += "GPU " + std::to_string(gpu.index) + ": " + gpu.problem + "; ";
   }
   if (!problems.empty()) return fail("gpu", problems.substr(0, problems.size() - 2));
-  return pass("gpu", std::to_string(report.gpus.size()) + " GPU(s) healthy");
+  const std::string healthy = std::to_string(report.gpus.size()) + " GPU(s) healthy";
+  if (needs && static_cast<std::int64_t>(report.gpus.size()) < o.ranks_per_node) {
+    return fail("gpu", need + ", NVML sees " + std::to_string(report.gpus.size()));
+  }
+  return pass("gpu", healthy);
 }
 
 CheckResult check_slurm() {
@@ -201,7 +214,7 @@ NodeReport check_node(const TrainConfig& config, const DoctorOptions& options,
   report.checks.push_back(check_run_dir(config, checkpoint, node));
   report.checks.push_back(dataset);
   report.checks.push_back(check_memory(config, options, parameters));
-  report.checks.push_back(check_gpu());
+  report.checks.push_back(check_gpu(config, options));
   report.checks.push_back(check_slurm());
   for (const char* check : {"run_dir", "dataset", "memory", "gpu", "slurm"}) {
     apply_fault_switch(config, report, check);

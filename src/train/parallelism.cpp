@@ -366,42 +366,6 @@ at::Tensor Parallelism::forward_only(const at::Tensor& inputs) {
   return executor_->forward_only(inputs, [this](const at::Tensor& x) { return forward(x); });
 }
 
-nlohmann::json Parallelism::pipeline_report(comm::Communicator& control) const {
-  const int world = control.size();
-  constexpr int kFields = 6;
-  at::Tensor mine = at::zeros({kFields}, at::kDouble);
-  mine[0] = totals_.peak_in_flight;
-  mine[1] = static_cast<double>(totals_.peak_activation_bytes);
-  mine[2] = totals_.compute_s;
-  mine[3] = totals_.wait_s;
-  mine[4] = totals_.step_s;
-  mine[5] = static_cast<double>(totals_.peak_memory_growth);
-  at::Tensor all;  // rank 0's: it writes the record
-  if (control.rank() == 0) all = at::zeros({kFields * world}, at::kDouble);
-  control.gather(all, mine, 0);
-  if (control.rank() != 0) return nlohmann::json::object();
-  nlohmann::json ranks = nlohmann::json::array();
-  const auto* v = all.data_ptr<double>();
-  for (int r = 0; r < world; ++r) {
-    const double* x = v + kFields * r;
-    ranks.push_back({{"rank", r},
-                     {"stage", layout_.coords(r).stage},
-                     {"peak_in_flight", static_cast<int>(x[0])},
-                     {"peak_activation_bytes", static_cast<std::int64_t>(x[1])},
-                     {"peak_memory_growth_bytes", static_cast<std::int64_t>(x[5])},
-                     {"compute_s", x[2]},
-                     {"wait_s", x[3]},
-                     {"busy_fraction", x[4] > 0 ? x[2] / x[4] : 0.0}});
-  }
-  return {{"event", "pipeline"},
-          {"schedule", to_string(options_.schedule)},
-          {"stages", layout_.stages()},
-          {"micro_batches", micro_batches_},
-          {"steps", steps_},
-          {"bubble_theory", pipeline::bubble_fraction_theory(layout_.stages(), micro_batches_)},
-          {"ranks", ranks}};
-}
-
 double Parallelism::grad_norm_squared(comm::Communicator& control) {
   const auto square = [](const at::Tensor& grad) {
     return grad.defined() ? grad.to(at::kDouble).pow(2).sum().item<double>() : 0.0;

@@ -113,9 +113,11 @@ class Parallelism {
   at::Tensor forward_only(const data::Batch& batch);
 
   // Pipelined: one record of the run's schedule figures from every rank (peak micro-batches and
-  // bytes of activations held, busy share of step time), gathered over `control` (collective);
-  // rank 0 gets the record, the others an empty object.
-  nlohmann::json pipeline_report(comm::Communicator& control) const;
+  // bytes of activations held, busy share of step time) and the checksum of each rank's copy of
+  // the shared parameters (the tied embedding; with ZeRO its pieces), which must be equal on the
+  // first and last stage of a data-parallel replica; gathered over `control` (collective);
+  // rank 0 gets the record, the others an empty object. (src/train/pipeline_report.cpp)
+  nlohmann::json pipeline_report(comm::Communicator& control);
 
   // The global squared L2 norm of the gradients, over every stage and tensor part, each
   // parameter counted once (with ZeRO each rank sums its shard pieces); collective over
@@ -129,6 +131,8 @@ class Parallelism {
   void sort_parameters();
   void materialize_kept(Materializer& materializer, ddp::DdpOptions& ddp);
   void reduce_shared_gradients();
+  // XXH3-64 of the values of this rank's shared copies, in order; 0 where it holds none.
+  std::uint64_t shared_copies_hash();
   at::Tensor on_model_device(const at::Tensor& t) const;
   std::vector<ddp::ShardPiece> pieces_of(const std::vector<at::Tensor>& subset);
 

@@ -9,6 +9,14 @@
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/lib.sh" "$1" "$2"
 py=/usr/bin/python3
+# promtool is a test dependency (docs/building.md): missing, it fails the test, as a missing
+# Chromium fails monitor.report_browser; a pass without it would leave the format unchecked.
+command -v promtool >/dev/null ||
+  fail "no promtool (scripts/install-deps installs it: Debian 12's prometheus package, Debian 13's promtool)"
+# The control: this promtool rejects a broken exposition (an unclosed label), so its passes below
+# mean something.
+! printf 'cohort_step{job="local 1\n' | promtool check metrics >/dev/null 2>&1 ||
+  fail "promtool accepts a broken metrics line: it checks nothing"
 run() {  # run_dir [--set ...]: train with this test's logging and summary cadence
   local dir=$1
   shift
@@ -17,12 +25,8 @@ run() {  # run_dir [--set ...]: train with this test's logging and summary caden
 run plain >plain.log 2>&1 || fail "run: $(cat plain.log)"
 $py "$here/check_metrics.py" plain 64 || fail "metrics.jsonl is not consistent"
 grep -q "^step  40/128 epoch 0 loss .* step-ms " plain.log || fail "no plain progress line: $(cat plain.log)"
-if command -v promtool >/dev/null; then
-  promtool check metrics <plain/metrics.prom || fail "promtool rejects metrics.prom"
-  echo "promtool: metrics.prom ok"
-else
-  echo "promtool not installed: metrics.prom checked by the unit tests' format checks only"
-fi
+promtool check metrics <plain/metrics.prom || fail "promtool rejects metrics.prom"
+echo "promtool: metrics.prom ok"
 grep -q '^cohort_step{job="local",run="plain"} 128$' plain/metrics.prom || fail "metrics.prom: $(head plain/metrics.prom)"
 
 # The live endpoint: a run slowed to a few seconds, scraped while it trains. live.log exists
@@ -69,9 +73,7 @@ for r in 0 1; do
 done
 grep -q '^cohort_ranks{.*} 2$' scrape.txt || fail "scrape: $(grep cohort_ranks scrape.txt)"
 grep -q '^cohort_diagnosis{.*rule="straggler".*} [01]$' scrape.txt || fail "scrape: no diagnosis gauge"
-if command -v promtool >/dev/null; then
-  promtool check metrics <scrape.txt || fail "promtool rejects the endpoint's answer"
-fi
+promtool check metrics <scrape.txt || fail "promtool rejects the endpoint's answer"
 echo "endpoint: scraped 127.0.0.1:$port during the run"
 
 "$cohort" top plain --once >top.txt || fail "top failed"

@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # Sharded checkpoints through real mpirun ranks and real files (tests/tools/ckpt_probe):
 #  - saved by 3 ranks, then by 2; loaded by 1, 2 and 3 ranks: every tensor (float32, float64,
-#    channels-last, bfloat16, int64, bool) comes back exactly, whatever world size wrote it;
+#    channels-last, bfloat16, int64, bool) comes back exactly, whatever world size wrote it; the
+#    probe loads into tensors that differ from what it should load in every element (it refuses
+#    to check otherwise), so a tensor the load leaves alone fails;
 #  - the ranks of one node share the checksum checks when they want the same tensors, and each
 #    checks all it reads when they do not;
 #  - one flipped byte in a shard: the checksum catches it, the load falls back to the previous
 #    checkpoint with a warning naming the file, also when another rank than 0 checks that slice;
-#    without verification the corruption gets through;
+#    without verification the corruption gets through: the probe's exit 1 and its line naming
+#    the tensor (tests/tools/ckpt_probe.cpp), nothing else;
 #  - a manifest naming a shard outside its directory (../../x) is rejected; a missing shard too;
 #  - leftovers of interrupted saves are ignored by the loader and removed by clean_partial();
 #  - `cohort ckpt list|inspect|verify`: verify exits 0 on a clean checkpoint and 3 naming the
@@ -87,8 +90,12 @@ rc=0; "$cohort" ckpt verify ck >verify.txt 2>&1 || rc=$?
 [ "$(echo "$out" | step_of)" = 10 ] || fail "loaded $out instead of falling back to step 10"
 grep -q "skipping checkpoint .*step-00000020.*shard-00000-of-00002.h5.*checksum" err.txt ||
   fail "the warning does not name the shard and the checksum: $(cat err.txt)"
-rc=0; run 2 "$probe" load ck noverify >/dev/null 2>&1 || rc=$?
-[ "$rc" != 0 ] || fail "without verification the corrupt tensor should have been loaded"
+# Exit 1 with the probe's line naming fc.weight, and nothing else: a crash, a refusal to load
+# (3) or a launch failure exits otherwise, or without that line.
+rc=0; run 2 "$probe" load ck noverify >/dev/null 2>noverify.txt || rc=$?
+[ "$rc" = 1 ] && grep -q "^rank [01]: fc.weight differs after loading$" noverify.txt ||
+  fail "without verification the corrupt fc.weight should have been loaded and found to differ" \
+    "(exit 1): exit $rc: $(cat noverify.txt)"
 echo "a flipped byte: caught by its checksum, fell back to step 10"
 
 # One flipped byte in a slice rank 1 checks for both (fc.weight's second slice, in rank 1's shard:
@@ -111,6 +118,8 @@ rm -rf ck/step-00000020 && cp -r pristine ck/step-00000020
 rm ck/step-00000020/shard-00001-of-00002.h5
 out=$(run 1 "$probe" load ck 2>err.txt)
 [ "$(echo "$out" | step_of)" = 10 ] || fail "a checkpoint with a missing shard was taken: $out"
+grep -q "skipping checkpoint .*step-00000020: .*shard-00001-of-00002.h5: no such file" err.txt ||
+  fail "the warning does not name the missing shard: $(cat err.txt)"
 echo "bad manifests and missing shards: rejected with a reason, fell back"
 
 # Leftovers of an interrupted save: ignored, then cleaned.
@@ -130,6 +139,9 @@ status=0
 run 2 "$probe" save ck 40 attempt=planted >planted.out 2>&1 || status=$?
 [ "$status" = 3 ] && [ -z "$(ls elsewhere)" ] && [ -L ck/step-00000040.tmp-planted ] ||
   fail "a save through a planted link: exit $status, elsewhere holds '$(ls elsewhere)': $(cat planted.out)"
+refusal="cannot create directory: something that is not a directory is there (left alone)"
+grep -q "step-00000040.tmp-planted: $refusal" planted.out ||
+  fail "the refusal of the planted link does not say why: $(cat planted.out)"
 mkdir ck/step-00000041.tmp-mine && echo "someone's notes" >ck/step-00000041.tmp-mine/shard-00000-of-00002.h5
 status=0
 run 2 "$probe" save ck 41 attempt=mine >planted.out 2>&1 || status=$?

@@ -7,7 +7,10 @@
 #   global norm (MLP on 2 stages, GPT on 2 stages x 2-way tensor): the parameters
 #   after 10 steps (exported from the final checkpoint, tensor parts reassembled) equal one
 #   process's within 1e-5, and so do the loss curves and the final evaluation (run through the
-#   pipeline, forward only).
+#   pipeline, forward only). The GPT's tied token table: in every pipelined GPT run, what the
+#   first stage and what the last stage wrote of their copies (the table, its AdamW state: the
+#   checkpoint stores a shared tensor once, spread among its holders) each equals one process's
+#   (pipeline_check.py tied_copies), and each stage must have written some of it.
 # memory: M = 16, p = 2: 1F1B holds at most p - s micro-batches of activations on stage s,
 #   GPipe all M; the heap growth measured inside the steps shows it too. Then a smoke run of
 #   `cohort bench pipeline`.

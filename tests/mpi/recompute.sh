@@ -10,12 +10,45 @@
 #  - 2 ranks: the GPT under DDP (its tied embedding is used by the first and the last segment, so
 #    its gradient arrives in two parts), and with ZeRO 2, bf16 and overlap: bit-identical to the
 #    same runs without recompute; 2 pipeline stages: the same;
-#  - the MLP with every:2; malformed values and a model without blocks: one line, exit 2.
+#  - the MLP with every:2 (3 hidden layers of 512, 32 samples per rank: activations that outweigh
+#    the heap's own noise); malformed values: one line, exit 2 (a model without blocks:
+#    tests/train/fields.sh).
+# A bit-identical comparison passes as well when model.recompute is ignored, so every recomputing
+# run carries a control that recompute took effect: its first forward leaves at most half
+# (GPT, 1 rank) or 0.6 (the others; measured 0.13 to 0.42) of the activation bytes its twin
+# without recompute leaves (`dropped`); the ZeRO 2 runs also show ZeRO on (zero_check.py zero).
 set -euo pipefail
 cohort=$1 work=$2
 here=$(cd "$(dirname "$0")" && pwd)
 rm -rf "$work" && mkdir -p "$work" && cd "$work"
 check() { /usr/bin/python3 "$here/zero_check.py" "$@"; }
+# dropped BOUND NONE RUN...: recompute took effect in each RUN: the activation bytes its first
+# forward left held (metrics.jsonl's memory record, rank 0's heap growth; pipelined: the stage's
+# most) are at most BOUND times NONE's, the same run without recompute. Recompute ignored, the
+# two would hold the same (within the heap's noise of a few KiB).
+dropped() {
+  /usr/bin/python3 - "$@" <<'PY'
+import json, sys
+def memory(run):
+    for r in map(json.loads, open(f"{run}/metrics.jsonl")):
+        if r["event"] == "memory":
+            return r
+    raise SystemExit(f"FAIL: {run}: no memory record in its metrics.jsonl")
+bound, none, runs = float(sys.argv[1]), sys.argv[2], sys.argv[3:]
+base = memory(none)
+if base["recompute"] != "none" or base["activation_bytes"] <= 0:
+    raise SystemExit(f"FAIL: {none} is no reference without recompute: {base}")
+for run in runs:
+    r = memory(run)
+    ratio = r["activation_bytes"] / base["activation_bytes"]
+    print(f"{run}: recompute {r['recompute']}: {r['activation_bytes']} activation bytes held "
+          f"after the first forward, {ratio:.3f} of {none}'s {base['activation_bytes']}")
+    if r["recompute"] == "none" or not ratio <= bound:
+        raise SystemExit(f"FAIL: {run} (recompute {r['recompute']}) holds {ratio:.3f} of the "
+                         f"activation bytes of {none}, more than {bound}: recompute did not take "
+                         f"effect")
+PY
+}
 "$cohort" data make-synthetic --kind tokens --tokens 60000 --vocab 256 --seq-len 64 --seed 3 \
   --out tok.h5 >/dev/null
 "$cohort" data make-synthetic --kind images --samples 256 --image-size 8 --seed 2 \
@@ -35,20 +68,12 @@ GPT=(--set data.path=tok.h5 --set model.name=gpt --set model.width=128 --set mod
 for r in none blocks every:2; do train 1 "gpt-$r" "${GPT[@]}" --set data.batch_size=16 \
   --set model.recompute=$r; done
 check same gpt-none gpt-blocks gpt-every:2
-/usr/bin/python3 - <<'PY'
-import json
-def held(run):
-    return next(r["activation_bytes"] for r in map(json.loads, open(f"{run}/metrics.jsonl"))
-                if r["event"] == "memory")
-none, blocks, two = held("gpt-none"), held("gpt-blocks"), held("gpt-every:2")
-print(f"GPT (gpt-tiny size), activation bytes held after the first forward: none {none}, "
-      f"blocks {blocks} ({blocks / none:.3f}), every:2 {two} ({two / none:.3f})")
-assert blocks <= 0.5 * none and two <= 0.5 * none, (none, blocks, two)
-PY
+dropped 0.5 gpt-none gpt-blocks gpt-every:2  # the GPT at gpt-tiny size: measured 0.13 and 0.09
 CNN=(--set data.path=img.h5 --set model.name=cnn --set data.batch_size=16 --set train.seed=3)
 train 1 cnn-none "${CNN[@]}"
 train 1 cnn-blocks "${CNN[@]}" --set model.recompute=blocks
 check same cnn-none cnn-blocks
+dropped 0.6 cnn-none cnn-blocks  # measured 0.40
 small=("${GPT[@]}" --set model.width=64 --set data.batch_size=8)
 for r in none blocks; do
   train 2 "ddp-$r" "${small[@]}" --set model.recompute=$r
@@ -60,10 +85,16 @@ done
 check same ddp-none ddp-blocks
 check same zero2-none zero2-blocks
 check same pipe-none pipe-blocks
-MLP=(--set data.path=set.h5 --set model.hidden=64,64,32 --set data.batch_size=16)
+# Measured 0.16 (DDP), 0.23 (ZeRO 2, bf16, overlap) and 0.31 (stage 0 of the pipeline).
+dropped 0.6 ddp-none ddp-blocks
+dropped 0.6 zero2-none zero2-blocks
+dropped 0.6 pipe-none pipe-blocks
+check zero 2 zero2-none zero2-blocks
+MLP=(--set data.path=set.h5 --set model.hidden=512,512,512 --set data.batch_size=32)
 train 2 mlp-none "${MLP[@]}"
 train 2 mlp-every2 "${MLP[@]}" --set model.recompute=every:2
 check same mlp-none mlp-every2
+dropped 0.6 mlp-none mlp-every2  # measured 0.42 (0.49 at 256 wide, 1.0 at the former 64)
 source "$here/expect_error.sh"
 for bad in every:0 every:x sometimes; do
   expect "model.recompute.*not none, blocks or every:K" "${MLP[@]}" --set model.recompute=$bad

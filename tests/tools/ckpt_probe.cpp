@@ -7,10 +7,14 @@
 //   ckpt_probe load DIR [noverify] [parts] [uneven]  loads the newest valid checkpoint; checks
 //                                 every tensor (or, with `parts`, this rank's part of the two)
 //                                 equals what `save` wrote for the loaded step (with `uneven`,
-//                                 odd ranks want the last tensor less); prints one JSON line from
+//                                 odd ranks want the last tensor less), having started from
+//                                 step -1's content, which differs from any saved step's in every
+//                                 element (checked: a tensor the load left alone cannot pass);
+//                                 prints one JSON line from
 //                                 rank 0: {"step", "world_size_then", "rank_state",
 //                                 "checked_bytes" (rank 0's), "checked_bytes_all" (every rank's)}
-// Exit 0 on success, 1 when a loaded tensor differs, 3 (IoError) when nothing loads.
+// Exit 0 on success, 1 when a loaded tensor differs ("rank R: NAME differs after loading") or a
+// tensor started from the value it should load, 3 (IoError) when nothing loads.
 #include <ATen/TensorOperators.h>
 #include <ATen/ops/arange.h>
 #include <ATen/ops/equal.h>
@@ -30,6 +34,8 @@
 namespace {
 
 // Mixed dtypes, shapes and layouts; sizes chosen so that slices cut tensors across ranks.
+// Step -1 is what a load starts from: every element differs from every saved step's (step >= 0).
+// The mask alternates, the same for every saved step; step -1's is its complement.
 std::vector<cohort::ckpt::NamedTensor> tensors(std::int64_t step) {
   const double s = static_cast<double>(step);
   return {
@@ -40,7 +46,7 @@ std::vector<cohort::ckpt::NamedTensor> tensors(std::int64_t step) {
                           .contiguous(at::MemoryFormat::ChannelsLast)},
       {"emb.weight", (at::arange(500, at::kFloat) / 7 + s).to(at::kBFloat16).reshape({50, 10})},
       {"optim.step", at::arange(1, at::kLong) + step},
-      {"mask", at::arange(17, at::kLong).remainder(2).to(at::kBool)},
+      {"mask", (at::arange(17, at::kLong) + (step < 0 ? 1 : 0)).remainder(2).to(at::kBool)},
   };
 }
 
@@ -89,6 +95,7 @@ std::vector<cohort::ckpt::NamedTensor> wanted(std::int64_t step, const LoadHow& 
 int load(const std::string& dir, const LoadHow& how, const cohort::comm::MpiSession& session,
          cohort::comm::Communicator& comm) {
   auto into = wanted(-1, how, comm);  // wrong content, right names, dtypes, shapes and layouts
+  const auto before = wanted(-1, how, comm);  // the same content, kept apart from the load
   cohort::ckpt::LoadOptions options;
   options.verify = how.verify;
   options.node_rank = session.node_rank();
@@ -98,6 +105,17 @@ int load(const std::string& dir, const LoadHow& how, const cohort::comm::MpiSess
   COHORT_CHECK(loaded.has_value(), cohort::IoError, dir, ": no valid checkpoint");
   const auto step = loaded->manifest.step;
   const auto expected = wanted(step, how, comm);
+  // A tensor whose starting content equals what it should load in any element would pass there
+  // even if the load never wrote it (as the bool mask did while step -1's equalled every step's).
+  for (std::size_t i = 0; i < before.size(); ++i) {
+    if (!before[i].tensor.ne(expected[i].tensor).all().item<bool>()) {
+      std::fprintf(stderr,
+                   "rank %d: %s started from a value equal in places to step %lld's: its "
+                   "load would not be checked there\n",
+                   comm.rank(), before[i].name.c_str(), static_cast<long long>(step));
+      return 1;
+    }
+  }
   for (std::size_t i = 0; i < into.size(); ++i) {
     if (!at::equal(into[i].tensor, expected[i].tensor)) {
       std::fprintf(stderr, "rank %d: %s differs after loading\n", comm.rank(),

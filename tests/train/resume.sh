@@ -12,7 +12,10 @@
 #    writer there): the restart resumes from step 40, removes the partial directory, and ends
 #    bit-identical to A;
 #  - run P gets SIGUSR1 on one rank only: every rank stops at the same next step with a
-#    checkpoint, exit code 75, and the restart also ends bit-identical to A;
+#    checkpoint, exit code 75, and the restart ends bit-identical to run D, which is A with
+#    dropout (0.1) trained straight: dropout draws from each rank's CPU generator, so only a
+#    restore of every byte of the ranks' generator state gives the same masks after the resume
+#    (and D differs from A: the dropout took effect);
 #  - asynchronous saves (the default) and synchronous ones (run S) hold the same tensors, byte
 #    for byte (the same slice checksums at every step).
 set -euo pipefail
@@ -40,6 +43,7 @@ first_checkpoint() {
 final=step-00000850
 train 2 24 a >a.log 2>&1 || fail "run A: $(cat a.log)"
 train 2 24 s --set checkpoint.async=false >s.log 2>&1 || fail "run S: $(cat s.log)"
+train 2 24 d --set model.dropout=0.1 >d.log 2>&1 || fail "run D: $(cat d.log)"
 
 # Run B: killed after its step-40 checkpoint, at a random moment.
 train 2 24 b >b1.log 2>&1 &
@@ -56,7 +60,7 @@ echo "run B killed after $killed_at, resumed from it"
 
 # Run P: SIGUSR1 to one rank only, mid-run. Both ranks agree at the next step, save a
 # checkpoint there (not a multiple of 40), exit 75 ("resume me"); the restart ends like run A.
-train 2 24 p >p1.log 2>&1 &
+train 2 24 p --set model.dropout=0.1 >p1.log 2>&1 &
 launcher=$!
 first_checkpoint p
 pgrep -f "^$cohort train .*train.run_dir=p( |$)" | tail -1 | xargs kill -USR1
@@ -66,7 +70,7 @@ rc=0; wait "$launcher" || rc=$?
 stopped=$(sed -n 's/^SIGUSR1 at step \([0-9]*\): checkpoint saved; stopping to be resumed.*/\1/p' p1.log)
 [ -n "$stopped" ] && [ "$(cat p/checkpoints/latest)" = "$(printf 'step-%08d' "$stopped")" ] ||
   fail "run P: no checkpoint at the step it stopped: $(cat p1.log)"
-train 2 24 p >p2.log 2>&1 || fail "resumed run P: $(cat p2.log)"
+train 2 24 p --set model.dropout=0.1 >p2.log 2>&1 || fail "resumed run P: $(cat p2.log)"
 grep -q "resumed from .*/step-0*$stopped " p2.log || fail "P did not resume from $stopped"
 echo "run P: SIGUSR1 to one rank, both stopped at step $stopped with a checkpoint, exit 75"
 
@@ -108,7 +112,9 @@ def sums(m):
 a, b = manifest("a"), manifest("b")
 assert sums(a) == sums(b), "resumed run B differs from run A"
 assert sums(a) == sums(manifest("w")), "run W, resumed after a kill mid-write, differs from run A"
-assert sums(a) == sums(manifest("p")), "run P, stopped by SIGUSR1 and resumed, differs from run A"
+d = manifest("d")
+assert sums(a) != sums(d), "run D (dropout 0.1) equals run A: the dropout did nothing"
+assert sums(d) == sums(manifest("p")), "run P (dropout), stopped by SIGUSR1 and resumed, differs from run D"
 for step in [*range(40, 850, 40), 850]:
     assert sums(manifest("a", step)) == sums(manifest("s", step)), f"async != sync at {step}"
 print("asynchronous and synchronous saves: identical slices at every checkpoint")

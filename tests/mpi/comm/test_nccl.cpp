@@ -1,7 +1,11 @@
 // The NCCL backend. On a machine without a GPU (or a build without NCCL) asking for it gives a
-// clear ConfigError, never a crash, and every GPU case says "SKIPPED ..., because ..." in the log
-// (scripts/gpu-check reads those lines). On a GPU machine, with the rank's device chosen the way
-// the trainer chooses it (env::bind_gpu, comm::set_rank_device):
+// clear ConfigError, never a crash (refused_without_the_rank_device, CTest's
+// mpi.comm.nccl.refusal, runs everywhere). Every other case needs the NCCL communicator: where
+// it cannot be made on every rank (no NCCL or CUDA in the build, no GPU, ranks that would share
+// one) every rank skips them alike, each case says "SKIPPED <what>: <why>" in the log, and the
+// job exits 79, which CTest reports as Skipped (tests/test_skip.hpp, tests/mpi/test_main.cpp;
+// scripts/gpu-check reads those lines too). On a GPU machine, with the rank's device chosen the
+// way the trainer chooses it (env::bind_gpu, comm::set_rank_device):
 //  - the device is current on this thread and on a thread that makes the rank's device current;
 //  - every collective (all_reduce, all_gather in and out of place, reduce_scatter, broadcast,
 //    gather, barrier), blocking and asynchronous, for fp32, bf16, fp16 and int64 and sum, avg,
@@ -13,9 +17,12 @@
 //    Work) right after issuing, while the GPU is still busy with earlier work, and the caching
 //    allocator does not hand their memory out before the operation is done (the control: a
 //    dropped tensor of the same size that no operation holds IS handed out again at once).
-// One GPU allows one NCCL rank (NCCL refuses two ranks on one device), so on the lent
-// single-GPU machine every collective runs at world size 1: the dtype, size and stream handling
-// and the keep-alive are checked, the reduction across ranks is not (docs/building.md).
+// NCCL refuses two ranks on one GPU (env::require_own_gpu refuses a shared one first), so
+// mpi.comm.nccl, two ranks, needs two GPUs: there every rank adds a different input, so a sum
+// differs from each rank's own input (checked, as a control) and an all-reduce that did nothing
+// fails. With fewer GPUs it skips. The lent single-GPU machine runs the suite as one rank
+// (scripts/gpu-check): the dtype, size and stream handling and the keep-alive are checked there,
+// the reduction across ranks is not (a sum over one rank equals its input whatever the call did).
 #include <ATen/ATen.h>
 
 #include <boost/test/unit_test.hpp>
@@ -33,6 +40,7 @@
 #include "cohort/env/gpu_binding.hpp"
 #include "cohort/error.hpp"
 #include "mpi_fixture.hpp"
+#include "test_skip.hpp"
 
 using cohort::comm::Backend;
 using cohort::comm::Communicator;
@@ -55,39 +63,51 @@ cohort::comm::CommOptions options() {
 }
 
 // As the trainer does (train::start_rank_device): the launcher's binding, one GPU per rank, made
-// current before the communicator.
+// current before the communicator. Making the NCCL communicator is a collective: every rank first
+// says whether it can (an all-reduce over MPI), and either all make it or none does, so that one
+// rank's missing GPU is every rank's skip, never a rank left waiting in NCCL's set-up.
 NcclWorld open_world() {
   NcclWorld w;
   const auto& session = cohort::test::session();
   w.mpi = cohort::comm::make_communicator(session, Backend::kMpi, options());
   try {
-    const int cuda_devices = static_cast<int>(torch::cuda::device_count());
-    const auto binding = cohort::env::bind_gpu(cohort::env::Environment::from_process(),
-                                               session.node_rank(), session.node_size(),
-                                               cuda_devices);
-    if (cohort::comm::backend_compiled(Backend::kNccl) && cuda_devices == 0) {
-      w.skipped = "LibTorch sees no CUDA device (a CPU-only LibTorch, or no GPU here)";
-      return w;
+    if (!cohort::comm::backend_compiled(Backend::kNccl)) {
+      w.skipped = "this build has no NCCL backend (COHORT_WITH_NCCL, docs/building.md)";
+    } else if (!at::hasCUDA()) {
+      w.skipped = "this LibTorch has no CUDA (build against a CUDA LibTorch)";
+    } else {
+      const int cuda_devices = static_cast<int>(torch::cuda::device_count());
+      if (cuda_devices == 0) {
+        w.skipped = "LibTorch sees no CUDA device (no GPU here)";
+      } else {
+        const auto binding =
+            cohort::env::bind_gpu(cohort::env::Environment::from_process(), session.node_rank(),
+                                  session.node_size(), cuda_devices);
+        // Throws (EnvironmentError) when this node's ranks outnumber its GPUs: NCCL would refuse
+        // two ranks on one GPU.
+        w.device = cohort::env::require_own_gpu(binding, "the NCCL test");
+      }
     }
-    if (cohort::comm::backend_compiled(Backend::kNccl)) {
-      w.device = cohort::env::require_own_gpu(binding, "the NCCL test");
-      cohort::comm::set_rank_device(w.device);
-    }
-    w.comm = cohort::comm::make_communicator(session, Backend::kNccl, options());
   } catch (const cohort::ConfigError& e) {
     w.skipped = e.what();
   } catch (const cohort::EnvironmentError& e) {
     w.skipped = e.what();
   }
-  if (w.comm && !at::hasCUDA()) {
-    w.comm.reset();
-    w.skipped = "this LibTorch has no CUDA (build against a CUDA LibTorch)";
+  at::Tensor ready = at::full({1}, w.skipped.empty() ? 1 : 0, at::kLong);
+  w.mpi->all_reduce(ready, {ReduceOp::kMin});
+  if (ready.item<std::int64_t>() == 0) {
+    if (w.skipped.empty()) w.skipped = "another rank cannot use NCCL (its log says why)";
+    w.device.reset();
+    return w;
   }
+  // From here on every rank has its GPU: what goes wrong is a failure, not a skip.
+  cohort::comm::set_rank_device(w.device);
+  w.comm = cohort::comm::make_communicator(session, Backend::kNccl, options());
   return w;
 }
 
-// Made by the suite's first case that asks, released when the suite ends: before the global
-// fixture finalizes MPI (a communicator freed after MPI_Finalize aborts the process).
+// Made by the suite's first case that asks, released when the suite ends: before main finalizes
+// MPI (tests/mpi/test_main.cpp; a communicator freed after MPI_Finalize aborts the process).
 std::unique_ptr<NcclWorld> g_world;
 
 NcclWorld& world() {
@@ -99,10 +119,10 @@ struct ReleaseWorld {
   ~ReleaseWorld() { g_world.reset(); }
 };
 
-// The NCCL communicator, or nullptr after logging "SKIPPED <what>: <why>".
+// The NCCL communicator, or nullptr after the skip (the log's "SKIPPED <what>: <why>", exit 79).
 Communicator* nccl_or_skip(const char* what) {
   NcclWorld& w = world();
-  if (!w.comm) BOOST_TEST_MESSAGE("SKIPPED " << what << ": " << w.skipped);
+  if (!w.comm) cohort::test::skip(what, w.skipped);
   return w.comm.get();
 }
 
@@ -151,7 +171,8 @@ BOOST_AUTO_TEST_CASE(refused_without_the_rank_device) {
                std::string::npos);
   }
   if (!cohort::comm::cuda_compiled()) {
-    BOOST_TEST_MESSAGE("SKIPPED the unseen-ordinal refusal: this build has no CUDA");
+    // Not a skip: without CUDA there is no ordinal to choose, and the refusal above is the claim.
+    BOOST_TEST_MESSAGE("the unseen-ordinal refusal does not apply: this build has no CUDA");
     return;
   }
   const int seen = static_cast<int>(torch::cuda::device_count());
@@ -183,11 +204,14 @@ BOOST_AUTO_TEST_CASE(rank_device_current_on_every_thread) {
                                          << " visible, current on the main and a new thread");
 }
 
+// Two ranks or more: each adds a different input, and the control below shows that the expected
+// sum is none of them, so an all-reduce that left the tensor as it was fails. One rank (the lent
+// single-GPU machine) checks the dtypes, sizes and streams only, and says so.
 BOOST_AUTO_TEST_CASE(all_reduce_equals_mpi) {
   Communicator* nccl = nccl_or_skip("the NCCL all-reduce against MPI");
   if (!nccl) return;
   Communicator& mpi = *world().mpi;
-  int checked = 0;
+  int checked = 0, controls = 0;
   for (const auto type : kTypes) {
     for (const auto n : kSizes) {
       for (const auto op : {ReduceOp::kSum, ReduceOp::kAvg, ReduceOp::kMax, ReduceOp::kMin}) {
@@ -201,8 +225,16 @@ BOOST_AUTO_TEST_CASE(all_reduce_equals_mpi) {
         } else {
           nccl->all_reduce(gpu, {op});
         }
-        const std::string name = label("all_reduce", type, n, async ? " async " : " ") +
-                                 cohort::comm::to_string(op);
+        const std::string name =
+            label("all_reduce", type, n, async ? " async " : " ") + cohort::comm::to_string(op);
+        // Two elements or more hold two residues, and there the sum over any number of ranks
+        // differs from every rank's own input; a single element may not (5 ranks: rank 0's -5).
+        if (mpi.size() > 1 && op == ReduceOp::kSum && n > 1) {
+          BOOST_TEST(!same(cpu, input(mpi.rank(), n, type)),
+                     "control: " << name << ": the sum equals this rank's own input, so an "
+                                 << "all-reduce that did nothing would pass");
+          ++controls;
+        }
         if (op == ReduceOp::kAvg) {
           BOOST_TEST(at::allclose(gpu.cpu().to(at::kDouble), cpu.to(at::kDouble), 1e-2, 1e-2),
                      name);
@@ -213,8 +245,12 @@ BOOST_AUTO_TEST_CASE(all_reduce_equals_mpi) {
       }
     }
   }
-  BOOST_TEST_MESSAGE("NCCL all_reduce: " << checked << " cases equal MPI's on the CPU, "
-                                         << nccl->size() << " rank(s)");
+  BOOST_TEST_MESSAGE("NCCL all_reduce: "
+                     << checked << " cases equal MPI's on the CPU, " << nccl->size() << " rank(s), "
+                     << controls << " sums unlike this rank's input"
+                     << (nccl->size() == 1 ? " (one rank: the reduction across ranks is "
+                                             "not checked; mpi.comm.nccl runs two GPUs)"
+                                           : ""));
 }
 
 BOOST_AUTO_TEST_CASE(gather_scatter_broadcast_barrier_equal_mpi) {
@@ -253,7 +289,8 @@ BOOST_AUTO_TEST_CASE(gather_scatter_broadcast_barrier_equal_mpi) {
         at::Tensor gpu_b = cpu_b.to(on_gpu(type));
         mpi.broadcast(cpu_b, root);
         nccl->broadcast(gpu_b, root);
-        BOOST_TEST(same(gpu_b, cpu_b), label("broadcast", type, n, " root ") + std::to_string(root));
+        BOOST_TEST(same(gpu_b, cpu_b),
+                   label("broadcast", type, n, " root ") + std::to_string(root));
       }
       // gather to the last rank (NCCL has none: a group of receives there).
       const int root = size - 1;
@@ -287,8 +324,9 @@ BOOST_AUTO_TEST_CASE(p2p_group_equals_mpi) {
                                                   {false, at::zeros({4}, type), 0, 0}};
       BOOST_CHECK_THROW(c->p2p_group_async(self), cohort::CommError);
     }
-    BOOST_TEST_MESSAGE("p2p group at one rank: transfers to itself refused on NCCL and MPI alike "
-                       "(an exchange needs two GPUs)");
+    BOOST_TEST_MESSAGE(
+        "p2p group at one rank: transfers to itself refused on NCCL and MPI alike "
+        "(an exchange needs two GPUs)");
     return;
   }
   const int next = (rank + 1) % size, previous = (rank + size - 1) % size;
@@ -298,8 +336,8 @@ BOOST_AUTO_TEST_CASE(p2p_group_equals_mpi) {
     at::Tensor gpu_got = at::zeros({1001}, on_gpu(type));
     for (auto& w : mpi.p2p_group_async({{true, mine, next, 1}, {false, cpu_got, previous, 1}}))
       w->wait();
-    for (auto& w :
-         nccl->p2p_group_async({{true, mine.to(on_gpu(type)), next, 1}, {false, gpu_got, previous, 1}}))
+    for (auto& w : nccl->p2p_group_async(
+             {{true, mine.to(on_gpu(type)), next, 1}, {false, gpu_got, previous, 1}}))
       w->wait();
     BOOST_TEST(same(gpu_got, cpu_got), label("p2p ring", type, 1001));
     BOOST_TEST(same(gpu_got, input(previous, 1001, type)), label("p2p ring value", type, 1001));
@@ -318,7 +356,8 @@ BOOST_AUTO_TEST_CASE(asynchronous_operations_keep_dropped_tensors) {
   const std::int64_t n = (3 << 20) + 333;  // a size no other allocation here has
   // Everything made before the GPU is kept busy: a copy from the host would wait for that work.
   at::Tensor out = at::full({n * size}, -1.0, on_gpu(at::kFloat));
-  at::Tensor in = at::arange(n, on_gpu(at::kLong)).remainder(7).sub(3 + 2 - rank * 2).to(at::kFloat);
+  at::Tensor in =
+      at::arange(n, on_gpu(at::kLong)).remainder(7).sub(3 + 2 - rank * 2).to(at::kFloat);
   at::Tensor reduced = in.clone();
   const at::Tensor a = at::randn({8192, 8192}, on_gpu(at::kFloat));
   // About a second of matrix products queued on torch's stream: what is issued next waits.
@@ -331,8 +370,9 @@ BOOST_AUTO_TEST_CASE(asynchronous_operations_keep_dropped_tensors) {
   probe.reset();
   at::Tensor again = at::empty({n}, on_gpu(at::kFloat));
   const bool allocator_reuses = again.data_ptr() == probe_at;
-  BOOST_TEST(allocator_reuses, "control: the caching allocator did not reuse a dropped block, "
-                               "so the checks below could not fail");
+  BOOST_TEST(allocator_reuses,
+             "control: the caching allocator did not reuse a dropped block, "
+             "so the checks below could not fail");
   again.reset();
 
   auto gathered = nccl->all_gather_async(out, in);
@@ -341,8 +381,9 @@ BOOST_AUTO_TEST_CASE(asynchronous_operations_keep_dropped_tensors) {
   const void* reduced_at = reduced.data_ptr();
   nccl->all_reduce_async(reduced);  // the Work dropped too
   reduced.reset();
-  BOOST_TEST(!gathered->test(), "the all-gather finished before the GPU's earlier work did: the "
-                                "keep-alive was not put to the test");
+  BOOST_TEST(!gathered->test(),
+             "the all-gather finished before the GPU's earlier work did: the "
+             "keep-alive was not put to the test");
   // Enough allocations of that size to take every free block that fits, the dropped ones first
   // had they been freed.
   std::vector<at::Tensor> others;
@@ -360,9 +401,10 @@ BOOST_AUTO_TEST_CASE(asynchronous_operations_keep_dropped_tensors) {
   BOOST_TEST(same(out, want), "the all-gather's output lost the dropped input's values");
   nccl->barrier();
   busy.clear();
-  BOOST_TEST_MESSAGE("keep-alive: dropped tensors of in-flight operations not reused (control "
-                     "reused: "
-                     << allocator_reuses << "), all-gather result intact");
+  BOOST_TEST_MESSAGE(
+      "keep-alive: dropped tensors of in-flight operations not reused (control "
+      "reused: "
+      << allocator_reuses << "), all-gather result intact");
 }
 
 BOOST_AUTO_TEST_SUITE_END()
