@@ -12,6 +12,54 @@ if(_cohort_uid STREQUAL "0")
 endif()
 string(JOIN " " COHORT_MPIEXEC_FLAGS_TEXT ${COHORT_MPIEXEC_FLAGS})  # for scripts, via environment
 
+# Area labels. Each test carries a scope label where it registers (unit: one process or a few local
+# ranks; mpi: ranks through mpirun; slurm: the sandbox cluster) and the area labels this one table
+# gives it from its name, so `ctest -L zero` selects every ZeRO test wherever it is registered and a
+# new test is labelled without anyone remembering to. Pairs of label and regular expression over the
+# test's name; docs/testing.md ("Labels") lists the same areas, and tools.labels fails when the two
+# differ, when an area selects nothing, or when a test has no area.
+set(COHORT_TEST_AREAS
+  bench       "bench"
+  checkpoint  "ckpt|checkpoint|resume|byte_flip|materialize|restart_ledger"
+  cli         "^cli\\.|^mpi\\.cli\\.|^tools\\.terminal_text|^slurm\\.submit"
+  comm        "^mpi\\.comm\\.|^unit\\.comm_|bench_allreduce|bench_control"
+  config      "config"
+  data        "^data\\.|^unit\\.data_|^mpi\\.data|data_stage|fuzz\\.replay\\.(importers|images|tokenizer|labelled_text|fields)|^hostile\\.data|^train\\.fields"
+  ddp         "ddp|^train\\.equivalence"
+  doctor      "doctor|preflight"
+  env         "^unit\\.env_|env\\.|^slurm\\.env_|^cli\\.launch|bad_environment|torchrun|check_env_views|hostlist|^unit\\.slurm_nodes|rank_device"
+  examples    "_example|^slurm\\.examples|sbatch_scripts|custom_model"
+  hostile     "^hostile\\.|^fuzz\\.|bad_input|bad_runs|bad_config|rejects_inconsistent|terminal_text"
+  io          "^unit\\.(io_|error)"
+  images      "image|cnn|fashion"
+  libslurm    "^unit\\.slurm_|^slurm\\.(submit|hostlist|env_)"
+  monitor     "^monitor\\.|^unit\\.monitor_|^mpi\\.monitor|flight_recorder|metric_watch"
+  nccl        "nccl|cuda"
+  package     "^package\\."
+  pipeline    "pipeline"
+  recompute   "recompute"
+  requeue     "requeue|restart_ledger"
+  sandbox     "^slurm\\.cluster"
+  tensorboard "tensorboard"
+  tokenizer   "tokenizer|subword|text_classify|labelled_text"
+  torchscript "torchscript"
+  tools       "^tools\\."
+  train       "^train\\.|^unit\\.train_|^mpi\\.recompute|^mpi\\.materialize"
+  watchdog    "watchdog|rank_hung"
+  zero        "zero")
+
+function(_cohort_area_labels name out)
+  set(labels "")
+  set(table ${COHORT_TEST_AREAS})
+  while(table)
+    list(POP_FRONT table label regex)
+    if(name MATCHES "${regex}")
+      list(APPEND labels ${label})
+    endif()
+  endwhile()
+  set(${out} ${labels} PARENT_SCOPE)
+endfunction()
+
 # cohort_test(NAME name LABELS l... COMMAND cmd... [TIMEOUT s] [FIXTURES f...] [ENVIRONMENT e...]
 #             [WILL_FAIL])
 function(cohort_test)
@@ -20,6 +68,9 @@ function(cohort_test)
     set(T_TIMEOUT ${COHORT_TEST_TIMEOUT})
   endif()
   add_test(NAME ${T_NAME} COMMAND ${T_COMMAND})
+  _cohort_area_labels(${T_NAME} areas)
+  list(APPEND T_LABELS ${areas})
+  list(REMOVE_DUPLICATES T_LABELS)
   set_tests_properties(${T_NAME} PROPERTIES LABELS "${T_LABELS}" TIMEOUT ${T_TIMEOUT}
                                             SKIP_RETURN_CODE 79)
   if(T_FIXTURES)
