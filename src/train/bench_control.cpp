@@ -60,7 +60,12 @@ ControlBenchResult bench_control(const comm::MpiSession& session, env::Topology 
   r.plan_s = median(plans);
   r.plan_cached_s = median(cached);
 
-  const std::string dir = o.dir + "/cohort-bench-control-" + std::to_string(::getpid());
+  // One directory for every rank, named by rank 0's pid: each rank's own pid would scatter the
+  // shards over R directories (a save no loader could read), of which rank 0 removed only its own.
+  at::Tensor id = at::full({1}, static_cast<std::int64_t>(::getpid()), at::kLong);
+  comm->broadcast(id, 0);
+  const std::string dir =
+      o.dir + "/cohort-bench-control-" + std::to_string(id.item<std::int64_t>());
   if (comm->rank() == 0) io::make_directories(dir);
   comm->barrier();
   std::string path;

@@ -14,6 +14,9 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 for r in $sizes; do
   $MPIEXEC $MPIEXEC_FLAGS -np "$r" "$cohort" bench control --json --dir "$work" >"r$r.json" \
     2>"r$r.err" || fail "bench control at $r ranks: $(cat "r$r.err")"
+  # The save's directory is one for all ranks, and removed: nothing of it is left.
+  left=$(compgen -G "$work/cohort-bench-control-*" || true)
+  [ -z "$left" ] || fail "bench control at $r ranks left $left behind"
 done
 /usr/bin/python3 - $sizes <<'PY'
 import json, sys
