@@ -10,6 +10,8 @@
 #include <fstream>
 #include <sstream>
 
+#include <torch/cuda.h>
+
 #include "cohort/data/dataset.hpp"
 #include "cohort/env/environment.hpp"
 #include "cohort/env/gpu_health.hpp"
@@ -153,28 +155,26 @@ CheckResult check_memory(const TrainConfig& config, const DoctorOptions& o,
   return available >= need ? pass("memory", detail) : fail("memory", detail);
 }
 
-// A job on NCCL needs a GPU for each of the node's ranks (NCCL refuses two ranks on one GPU), so
-// a node without them fails here, before training would refuse it on every rank; a job on MPI
-// only needs the GPUs it has to be healthy.
+// A job on NCCL needs a GPU of its own for each of the node's ranks (NCCL refuses two ranks on one
+// GPU): the CUDA devices this process sees (CUDA_VISIBLE_DEVICES and the job's cgroup applied,
+// which NVML's count is not) must be enough, or the node fails here, before training would refuse
+// it on every rank. The health of the GPUs is NVML's to say; without NVML that part skips.
 CheckResult check_gpu(const TrainConfig& config, const DoctorOptions& o) {
-  const auto report = env::gpu_health();
-  const bool needs = config.parallel.backend == GradBackend::kNccl;
-  const std::string need =
-      "parallel.backend = nccl needs " + std::to_string(o.ranks_per_node) + " GPU(s) on this node";
-  if (!report.nvml) {
-    return needs ? fail("gpu", need + ": " + report.note)
-                 : CheckResult{"gpu", CheckStatus::kSkip, report.note};
+  if (config.parallel.backend == GradBackend::kNccl) {
+    const auto seen = static_cast<int>(torch::cuda::device_count());
+    if (seen < o.ranks_per_node) {
+      return fail("gpu", "parallel.backend = nccl needs " + std::to_string(o.ranks_per_node) +
+                             " GPU(s) on this node, CUDA sees " + std::to_string(seen));
+    }
   }
+  const auto report = env::gpu_health();
+  if (!report.nvml) return {"gpu", CheckStatus::kSkip, report.note};
   std::string problems;
   for (const auto& gpu : report.gpus) {
     if (!gpu.healthy) problems += "GPU " + std::to_string(gpu.index) + ": " + gpu.problem + "; ";
   }
   if (!problems.empty()) return fail("gpu", problems.substr(0, problems.size() - 2));
-  const std::string healthy = std::to_string(report.gpus.size()) + " GPU(s) healthy";
-  if (needs && static_cast<std::int64_t>(report.gpus.size()) < o.ranks_per_node) {
-    return fail("gpu", need + ", NVML sees " + std::to_string(report.gpus.size()));
-  }
-  return pass("gpu", healthy);
+  return pass("gpu", std::to_string(report.gpus.size()) + " GPU(s) healthy");
 }
 
 CheckResult check_slurm() {

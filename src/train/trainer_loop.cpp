@@ -91,6 +91,13 @@ TrainSummary Trainer::Impl::run() {
     auto record = parallel->pipeline_report(*control);
     if (!record.empty()) log(std::move(record));
   }
+  if (parallel->sharded() && session.rank() == 0 && config.train.log_every > 0) {
+    // What the stage saved, as DDP holds it after the last step (stage 1: whole buckets; 2 and
+    // 3: this rank's shards): tests/mpi/zero_check.py compares it with the rank's share.
+    std::fprintf(progress, "zero %lld: this rank held %lld bytes of gradients between steps\n",
+                 static_cast<long long>(config.parallel.zero),
+                 static_cast<long long>(parallel->ddp().memory().gradient_bytes));
+  }
   monitor->finish();
   return finish(loop, start);
 }

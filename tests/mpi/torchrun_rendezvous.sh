@@ -57,7 +57,14 @@ if [ "$mode" = refusal ]; then
   RANK=0 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=$(port) COHORT_RENDEZVOUS_TIMEOUT_S=3 \
     "$cohort" env >/dev/null 2>alone.err &
   pid=$!
-  for _ in $(seq 1 600); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+  # The control: while rank 0 waits, its server is seen by the very pattern that must not find it
+  # afterwards (else a renamed URI file would make that check pass blindly).
+  seen=0
+  for _ in $(seq 1 600); do
+    kill -0 "$pid" 2>/dev/null || break
+    pgrep -f "cohort-ompi-server-$pid\.uri" >/dev/null && seen=1
+    sleep 0.1
+  done
   if kill -0 "$pid" 2>/dev/null; then
     kill "$pid"
     fail "rank 0 alone still waits after 60 s (COHORT_RENDEZVOUS_TIMEOUT_S=3)"
@@ -68,6 +75,7 @@ if [ "$mode" = refusal ]; then
     fail "rank 0 alone: '$err'"
   [ "$(grep -c '^cohort: error' alone.err)" = 1 ] || fail "rank 0 alone: not one error line: '$err'"
   echo "alone: $(grep '^cohort: error' alone.err)"
+  [ "$seen" = 1 ] || fail "no ompi-server with cohort-ompi-server-$pid.uri was seen while rank 0 waited"
   sleep 0.5
   ! pgrep -f "cohort-ompi-server-$pid\.uri" >/dev/null || fail "an ompi-server was left running"
   echo "no ompi-server left"

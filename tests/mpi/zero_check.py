@@ -61,11 +61,21 @@ def largest_difference(ref, run):
     a, b = trained(checkpoint(ref)[1]), trained(checkpoint(run)[1])
     if a.keys() != b.keys():
         fail(f"{run}: tensors differ from {ref}'s: {sorted(set(a) ^ set(b))}")
-    return max(float(np.abs(a[k] - b[k]).max(initial=0)) for k in a)
+    return worst(float(np.abs(a[k] - b[k]).max(initial=0)) for k in a)
+
+
+def worst(values):
+    """The largest of VALUES, NaN if any is NaN (Python's max keeps its current value when
+    compared with NaN, so a NaN after the first would vanish), 0 for none."""
+    values = list(values)
+    return float("nan") if any(v != v for v in values) else max(values, default=0.0)
 
 
 BANNER = re.compile(r"^zero (\d+) over (\d+) data-parallel rank\(s\): this rank steps (\d+) of "
                     r"the (\d+) trained parameters", re.M)
+# Rank 0's gradients as DDP held them after the last step: ZeRO 2 and 3 keep this rank's shards
+# only (its share, 4 bytes per element, padding aside), stage 1 whole buckets (every element).
+GRADIENTS = re.compile(r"^zero (\d+): this rank held (\d+) bytes of gradients between steps$", re.M)
 # A tensor-parallel part of another tensor rank than 0 (".tp1of2"): rank 0 holds none of it.
 OTHER_TENSOR_RANK = re.compile(r"\.tp([1-9]\d*)of\d+(\.|$)")
 STATE = re.compile(r"^optim\..*\.(momentum_buffer|exp_avg|exp_avg_sq)$")
@@ -138,6 +148,17 @@ def zero_problems(run, stage):
         problems.append(f"its banner says {ranks} data ranks, its layout {data['data']}")
     if abs(here - total / ranks) > 64 * ranks:
         problems.append(f"rank 0 steps {here} of {total} parameters, not about 1/{ranks}")
+    grads = GRADIENTS.search(open(f"{run}.log").read())
+    if grads is None:
+        problems.append("no 'zero N: this rank held G bytes of gradients' line in its log")
+    else:
+        held_bytes, whole, share = int(grads.group(2)), 4 * total, 4 * here
+        if stage >= 2 and not held_bytes <= 1.05 * share + 4096:
+            problems.append(f"rank 0 held {held_bytes} bytes of gradients, not its share "
+                            f"(~{share}): gradients not sharded")
+        if stage == 1 and not held_bytes >= whole:
+            problems.append(f"rank 0 held {held_bytes} bytes of gradients, less than all "
+                            f"{whole} (stage 1 keeps whole buckets)")
     more, held = pieces_problems(run, stage, here, data["tensor"])
     summary = (f"zero {shown} over {ranks} data ranks: rank 0 steps {here} of {total} "
                f"parameters; its checkpoint holds from rank 0 " +
@@ -178,8 +199,8 @@ def main(mode, args):
         a = checkpoint(ref)[1]
         for run in runs:
             b = checkpoint(run)[1]
-            rel = max(float(np.abs(a[k] - b[k]).max() / (np.abs(a[k]).max() + 1e-12))
-                      for k in a if k.startswith("model."))
+            rel = worst(float(np.abs(a[k] - b[k]).max() / (np.abs(a[k]).max() + 1e-12))
+                        for k in a if k.startswith("model."))
             print(f"{run}: largest parameter difference from {ref} {rel:.1e} of the tensor's "
                   f"largest value (bound {tol:.0e})")
             if not rel <= tol:  # NaN fails too

@@ -53,7 +53,8 @@ struct NcclWorld {
   std::unique_ptr<Communicator> comm;
   std::unique_ptr<Communicator> mpi;  // the CPU reference, same ranks
   std::optional<int> device;
-  std::string skipped;  // empty when comm is there
+  std::string skipped;  // why every rank skips; empty when comm is there
+  std::string failed;   // why the ranks could not make it where they should have
 };
 
 cohort::comm::CommOptions options() {
@@ -65,37 +66,45 @@ cohort::comm::CommOptions options() {
 // As the trainer does (train::start_rank_device): the launcher's binding, one GPU per rank, made
 // current before the communicator. Making the NCCL communicator is a collective: every rank first
 // says whether it can (an all-reduce over MPI), and either all make it or none does, so that one
-// rank's missing GPU is every rank's skip, never a rank left waiting in NCCL's set-up.
+// rank's missing GPU is every rank's skip, never a rank left waiting in NCCL's set-up. Only what
+// is counted is a skip (no NCCL or CUDA in the build, fewer GPUs than the node's ranks: NCCL
+// refuses two ranks on one GPU); a binding that fails where the GPUs are there is a failure.
 NcclWorld open_world() {
   NcclWorld w;
   const auto& session = cohort::test::session();
   w.mpi = cohort::comm::make_communicator(session, Backend::kMpi, options());
-  try {
-    if (!cohort::comm::backend_compiled(Backend::kNccl)) {
-      w.skipped = "this build has no NCCL backend (COHORT_WITH_NCCL, docs/building.md)";
-    } else if (!at::hasCUDA()) {
-      w.skipped = "this LibTorch has no CUDA (build against a CUDA LibTorch)";
+  if (!cohort::comm::backend_compiled(Backend::kNccl)) {
+    w.skipped = "this build has no NCCL backend (COHORT_WITH_NCCL, docs/building.md)";
+  } else if (!at::hasCUDA()) {
+    w.skipped = "this LibTorch has no CUDA (build against a CUDA LibTorch)";
+  } else {
+    const int cuda_devices = static_cast<int>(torch::cuda::device_count());
+    if (cuda_devices < session.node_size()) {
+      w.skipped = "LibTorch sees " + std::to_string(cuda_devices) + " CUDA device(s) for " +
+                  std::to_string(session.node_size()) +
+                  " rank(s) on this node (NCCL needs a GPU of its own for each)";
     } else {
-      const int cuda_devices = static_cast<int>(torch::cuda::device_count());
-      if (cuda_devices == 0) {
-        w.skipped = "LibTorch sees no CUDA device (no GPU here)";
-      } else {
+      try {
         const auto binding =
             cohort::env::bind_gpu(cohort::env::Environment::from_process(), session.node_rank(),
                                   session.node_size(), cuda_devices);
-        // Throws (EnvironmentError) when this node's ranks outnumber its GPUs: NCCL would refuse
-        // two ranks on one GPU.
         w.device = cohort::env::require_own_gpu(binding, "the NCCL test");
+      } catch (const cohort::Error& e) {
+        w.failed = std::string("binding this rank's GPU: ") + e.what();
       }
     }
-  } catch (const cohort::ConfigError& e) {
-    w.skipped = e.what();
-  } catch (const cohort::EnvironmentError& e) {
-    w.skipped = e.what();
   }
-  at::Tensor ready = at::full({1}, w.skipped.empty() ? 1 : 0, at::kLong);
-  w.mpi->all_reduce(ready, {ReduceOp::kMin});
-  if (ready.item<std::int64_t>() == 0) {
+  // [0]: some rank failed; [1]: some rank skips.
+  at::Tensor state = at::zeros({2}, at::kLong);
+  state[0] = w.failed.empty() ? 0 : 1;
+  state[1] = w.skipped.empty() ? 0 : 1;
+  w.mpi->all_reduce(state, {ReduceOp::kMax});
+  if (state[0].item<std::int64_t>() != 0) {
+    if (w.failed.empty()) w.failed = "another rank could not bind its GPU (its log says why)";
+    w.device.reset();
+    return w;
+  }
+  if (state[1].item<std::int64_t>() != 0) {
     if (w.skipped.empty()) w.skipped = "another rank cannot use NCCL (its log says why)";
     w.device.reset();
     return w;
@@ -122,6 +131,7 @@ struct ReleaseWorld {
 // The NCCL communicator, or nullptr after the skip (the log's "SKIPPED <what>: <why>", exit 79).
 Communicator* nccl_or_skip(const char* what) {
   NcclWorld& w = world();
+  if (!w.failed.empty()) BOOST_FAIL(what << ": " << w.failed);
   if (!w.comm) cohort::test::skip(what, w.skipped);
   return w.comm.get();
 }
