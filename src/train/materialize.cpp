@@ -273,7 +273,9 @@ Drawn draw_values(const std::string& name, torch::nn::Module& module, const Valu
       };
   } else if (module.as<torch::nn::Conv1d>() || module.as<torch::nn::Conv2d>() ||
              module.as<torch::nn::Conv3d>()) {
-    const at::Tensor& weight = module.named_parameters(false)["weight"];
+    // A copy (one more reference to the same tensor): the dictionary named_parameters() returns
+    // dies with this statement, and a reference into it would dangle (ASan: heap-use-after-free).
+    const at::Tensor weight = module.named_parameters(false)["weight"];
     const std::int64_t fan_in = weight.numel() / weight.size(0);
     d.values = {{"weight", draw.uniform(weight.sizes(), fan_in, gen)},
                 {"bias", draw.uniform({weight.size(0)}, fan_in, gen)}};
