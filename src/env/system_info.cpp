@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <array>
+#include <cstddef>
 #include <cstdlib>
 #include <ctime>
 #include <fstream>
@@ -27,7 +28,9 @@
 #endif
 #endif
 #ifdef COHORT_SANITIZER_ALLOCATOR
-#include <sanitizer/allocator_interface.h>
+// The sanitizers' public interface (clang's <sanitizer/allocator_interface.h>, which GCC does
+// not ship; libasan and libtsan export it).
+extern "C" std::size_t __sanitizer_get_current_allocated_bytes();
 #endif
 
 namespace cohort::env {
