@@ -6,12 +6,7 @@ import sys
 import h5py
 import numpy as np
 
-
-def worst(values):
-    """The largest of VALUES, NaN if any is NaN (Python's max keeps its current value when
-    compared with NaN, so a NaN after the first would vanish), 0 for none."""
-    values = list(values)
-    return float("nan") if any(v != v for v in values) else max(values, default=0.0)
+from zero_check import worst  # NaN-safe maximum, shared with the ZeRO checks
 
 
 def fail(message):
@@ -107,6 +102,15 @@ def same(reference, run, tolerance=1e-5, evaluated=True):
 TIED = "tokens.weight"
 
 
+def pipeline_record(run):
+    """The run's one `pipeline` record (metrics.jsonl)."""
+    records = [r for r in map(json.loads, open(f"{run}/metrics.jsonl"))
+               if r["event"] == "pipeline"]
+    if len(records) != 1:
+        fail(f"{run}: {len(records)} pipeline records in its metrics.jsonl, not 1")
+    return records[0]
+
+
 def tied_copies(reference, run, tolerance=1e-4):
     """Both stages' copies of the tied table against one process's, from what each stage wrote.
 
@@ -117,12 +121,9 @@ def tied_copies(reference, run, tolerance=1e-4):
     tensor's largest value (measured: 5e-7), the step counter exactly. If the copies parted (a
     gradient not summed across the stages, an update skipped on one), the slices of at least one
     stage fail; a stage that wrote no slice of them fails too, as it left nothing to compare."""
-    records = [r for r in map(json.loads, open(f"{run}/metrics.jsonl"))
-               if r["event"] == "pipeline"]
-    if len(records) != 1:
-        fail(f"{run}: {len(records)} pipeline records in its metrics.jsonl, not 1")
-    stage_of = {r["rank"]: r["stage"] for r in records[0]["ranks"]}
-    last = records[0]["stages"] - 1
+    record = pipeline_record(run)
+    stage_of = {r["rank"]: r["stage"] for r in record["ranks"]}
+    last = record["stages"] - 1
     def tied(name):
         return name == f"model.{TIED}" or name.startswith(f"optim.{TIED}.")
 
@@ -165,13 +166,10 @@ def copies_checksums(run, tied=True):
     (the pipeline record's shared_checksum): in each replica (data and tensor coordinate) the
     first and the last stage hold equal copies, byte for byte, and no other stage holds one. A
     model without shared parameters (tied=False) has none anywhere."""
-    records = [r for r in map(json.loads, open(f"{run}/metrics.jsonl"))
-               if r["event"] == "pipeline"]
-    if len(records) != 1:
-        fail(f"{run}: {len(records)} pipeline records in its metrics.jsonl, not 1")
-    last = records[0]["stages"] - 1
+    record = pipeline_record(run)
+    last = record["stages"] - 1
     replicas = {}
-    for r in records[0]["ranks"]:
+    for r in record["ranks"]:
         replicas.setdefault((r["data"], r["tensor"]), {})[r["stage"]] = r["shared_checksum"]
     for (data, tensor), by_stage in sorted(replicas.items()):
         where = f"{run}: replica data {data}, tensor {tensor}"
