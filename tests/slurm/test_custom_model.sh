@@ -95,10 +95,13 @@ expect_error 2 "libtwin.so: refused: model 'gated_mlp' is registered twice \(by 
   cohort config check "$ini" --plugin "$lib,libtwin.so"
 expect_error 2 "libempty.so: registers no model" cohort train "$ini" --plugin libempty.so
 
-# Training: uninterrupted on 2 ranks (mpirun), then the example's batch script preempted.
+# Training: uninterrupted on 2 ranks (mpirun), then the example's batch script preempted. Three
+# epochs (255 steps): the signal comes right after the checkpoint at step 100, and the resumed run
+# crosses an epoch's end before it finishes; more steps prove nothing more and, three runs of
+# them, were what took this test past its timeout on a loaded machine.
 train_set
 settings=(--set data.path="$work/set.h5" --set data.val_path= --set data.batch_size=24
-  --set gated_mlp.width=384 --set gated_mlp.depth=3 --set train.epochs=8 --set train.seed=5
+  --set gated_mlp.width=384 --set gated_mlp.depth=3 --set train.epochs=3 --set train.seed=5
   --set train.threads=1 --set train.log_every=100 --set checkpoint.every_steps=100
   --set checkpoint.keep_last=0)
 $MPIEXEC $MPIEXEC_FLAGS -np 2 cohort train "$ini" "${settings[@]}" --set train.run_dir="$work/ref" \
@@ -113,7 +116,7 @@ out=$work/cm-$job.out
 cat "$out"
 [ "$end" = COMPLETED ] || fail "job $job ended $end"
 requeued_and_resumed "$job" "$out"
-same_final_state ref cm 680
+same_final_state ref cm 255
 
 # Pipeline stages: the model declares blocks(); 2 stages x 4 micro-batches on 2 ranks end 20
 # steps with the loss of one rank training the whole model on the same batches.
@@ -138,7 +141,7 @@ for item in "${settings[@]}"; do [ "$item" = --set ] || overrides+=("$item"); do
 $MPIEXEC $MPIEXEC_FLAGS -np 2 own-build/my_trainer "$ini" model.library= "${overrides[@]}" \
   train.run_dir="$work/own" >own.log 2>&1 || fail "the own program failed: $(cat own.log)"
 cat own.log
-same_final_state ref own 680
+same_final_state ref own 255
 
 # The example as its README runs it (the model already built here): digits on 2 ranks.
 COHORT=cohort bash "$example/run.sh" 2 --set train.log_every=0 --json >example.json 2>example.log ||
