@@ -603,7 +603,7 @@ print(line)
 PY
 }
 
-# `cohort doctor`'s GPU check (src/train/doctor.cpp, env::gpu_health: NVML's uncorrected ECC
+# `cohort doctor`'s GPU check (src/ops/doctor.cpp, env::gpu_health: NVML's uncorrected ECC
 # errors, pending page retirements, hardware slowdown) on this node: a healthy lent GPU passes.
 check_doctor() {
   datasets || return 1

@@ -26,7 +26,7 @@ def conv3x3(cin, cout, stride):
 
 
 class BasicBlock(nn.Module):
-    """As src/train/models/cnn.cpp's BasicBlock."""
+    """As src/models/builtin/cnn.cpp's BasicBlock."""
 
     def __init__(self, cin, cout, stride):
         super().__init__()
@@ -44,7 +44,7 @@ class BasicBlock(nn.Module):
 
 
 class Cnn(nn.Module):
-    """As src/train/models/cnn.cpp: stem, two stages of `blocks` blocks, pooling, a Linear."""
+    """As src/models/builtin/cnn.cpp: stem, two stages of `blocks` blocks, pooling, a Linear."""
 
     def __init__(self, channels, classes, width, blocks):
         super().__init__()
@@ -65,7 +65,7 @@ class Cnn(nn.Module):
 
 
 def mlp(features, hidden, classes):
-    """As src/train/models/mlp.cpp without dropout."""
+    """As src/models/builtin/mlp.cpp without dropout."""
     layers, width = [nn.Flatten()], features
     for h in hidden:
         layers += [nn.Linear(width, h), nn.ReLU()]

@@ -10,7 +10,7 @@
 #include <torch/nn/functional/activation.h>
 #include <torch/nn/modules/linear.h>
 #include <cohort/error.hpp>
-#include <cohort/train/model.hpp>
+#include <cohort/models/model.hpp>
 
 #include <memory>
 #include <string>
@@ -26,7 +26,7 @@ struct GatedMlpOptions {
 };
 
 const auto kOptions =
-    cohort::train::ModelOptions<GatedMlpOptions>()
+    cohort::models::ModelOptions<GatedMlpOptions>()
         .key("width", &GatedMlpOptions::width, "128", "hidden width", 1, 65536)
         .key("depth", &GatedMlpOptions::depth, "2", "residual gated blocks", 0, 256)
         .choice("activation", &GatedMlpOptions::activation, "gelu|relu|silu", "gelu",
@@ -41,9 +41,9 @@ at::Tensor activate(const std::string& name, const at::Tensor& x) {
 
 // A model is a torch::nn::Module with forward(); blocks() makes it splittable into pipeline
 // stages (each block names the submodules it uses, by the model's own names).
-class GatedMlp : public cohort::train::Model {
+class GatedMlp : public cohort::models::Model {
  public:
-  GatedMlp(const GatedMlpOptions& o, const cohort::train::ModelInput& input) {
+  GatedMlp(const GatedMlpOptions& o, const cohort::models::ModelInput& input) {
     COHORT_CHECK(input.vocab_size == 0 && input.outputs >= 1, cohort::ConfigError,
                  "model gated_mlp: needs feature samples and a task with outputs");
     std::int64_t features = 1;
@@ -74,11 +74,11 @@ class GatedMlp : public cohort::train::Model {
     blocks_.push_back({"head", {{"head", head.ptr()}}, [head](const at::Tensor& x) mutable {
                          return head->forward(torch::relu(x));
                        }});
-    flops_ = 6.0 * static_cast<double>(cohort::train::parameter_count(*this));
+    flops_ = 6.0 * static_cast<double>(cohort::models::parameter_count(*this));
   }
 
   at::Tensor forward(const at::Tensor& inputs) override {
-    return cohort::train::run_blocks(blocks_, inputs);
+    return cohort::models::run_blocks(blocks_, inputs);
   }
   std::vector<cohort::pipeline::BlockSpec> blocks() override { return blocks_; }
   // Forward and backward of one sample: about 6 FLOPs per weight (the monitor's MFU).
@@ -93,7 +93,7 @@ class GatedMlp : public cohort::train::Model {
 
 // model.name = gated_mlp; the factory gets the [gated_mlp] section typed.
 COHORT_REGISTER_MODEL(gated_mlp, kOptions,
-                      [](const cohort::train::ModelConfig&, const GatedMlpOptions& options,
-                         const cohort::train::ModelInput& input) {
+                      [](const cohort::models::ModelConfig&, const GatedMlpOptions& options,
+                         const cohort::models::ModelInput& input) {
                         return std::make_shared<GatedMlp>(options, input);
                       });

@@ -8,7 +8,11 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
-#include "bench_floor.hpp"
+#include "cohort/bench/ckpt.hpp"
+#include "cohort/bench/ddp.hpp"
+#include "cohort/bench/floor.hpp"
+#include "cohort/bench/json.hpp"
+#include "cohort/bench/monitor.hpp"
 #include "cohort/comm/allocator.hpp"
 #include "cohort/comm/bench.hpp"
 #include "cohort/comm/device.hpp"
@@ -17,16 +21,38 @@
 #include "cohort/env/environment.hpp"
 #include "cohort/env/gpu_binding.hpp"
 #include "cohort/error.hpp"
-#include "cohort/train/bench_ckpt.hpp"
-#include "cohort/train/bench_ddp.hpp"
-#include "cohort/train/bench_monitor.hpp"
 #include "command.hpp"
+#include "options.hpp"
 
 namespace po = boost::program_options;
-using nlohmann::json;
 
 namespace cohort::cli {
 namespace {
+
+// The verdict on a benchmark's floors (bench/floor.hpp), after its figures: met or not, never an
+// error.
+void print_floors(const std::vector<bench::Floor>& floors) {
+  int met = 0;
+  for (const auto& f : floors) met += f.met() ? 1 : 0;
+  std::printf("verdict: %d of %zu floor(s) met\n", met, floors.size());
+  for (const auto& f : floors) {
+    std::printf("  %-44s %.4g %s %.4g: %s\n", f.name.c_str(), f.value,
+                f.at_most ? "<=" : ">=", f.limit, f.met() ? "met" : "NOT MET");
+  }
+}
+
+// One GPU per rank, the one the launcher bound (docs/launcher.md, "GPU binding"), made current.
+c10::Device own_gpu(const comm::MpiSession& session) {
+  const int cuda_devices = static_cast<int>(torch::cuda::device_count());
+  COHORT_CHECK(cuda_devices > 0, ConfigError,
+               "--backend nccl: this rank sees no CUDA device (a CPU-only LibTorch, or no GPU "
+               "or driver here)");
+  const auto binding = env::bind_gpu(env::Environment::from_process(), session.node_rank(),
+                                     session.node_size(), cuda_devices);
+  const int ordinal = env::require_own_gpu(binding, "cohort bench allreduce --backend nccl");
+  comm::set_rank_device(ordinal);
+  return c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(ordinal));
+}
 
 int bench_allreduce(const std::vector<std::string>& args, int* argc, char*** argv) {
   comm::AllreduceBenchOptions options;
@@ -41,51 +67,25 @@ int bench_allreduce(const std::vector<std::string>& args, int* argc, char*** arg
       "largest message (sizes grow 4x)")(
       "seconds", po::value<double>(&options.seconds_per_size)->default_value(1.0),
       "time budget per size");
-  po::variables_map vm;
-  po::store(po::command_line_parser(args).options(desc).run(), vm);
-  po::notify(vm);
-  if (vm.count("help")) {
-    std::cout << "usage: cohort launch -n N -- cohort bench allreduce [options]\n" << desc;
-    return 0;
-  }
+  const auto parsed =
+      parse_or_help(args, desc, "usage: cohort launch -n N -- cohort bench allreduce [options]\n");
+  if (!parsed) return 0;
+  const po::variables_map& vm = *parsed;
   COHORT_CHECK(backend == "mpi" || backend == "nccl", UsageError, "--backend: '", backend,
                "' is not mpi or nccl");
   comm::MpiSession session(argc, argv);
   const bool nccl = backend == "nccl";
-  // One GPU per rank, the one the launcher bound (docs/launcher.md, "GPU binding"); a build
-  // without NCCL is refused by make_communicator below, naming why.
-  if (nccl && comm::backend_compiled(comm::Backend::kNccl)) {
-    const int cuda_devices = static_cast<int>(torch::cuda::device_count());
-    COHORT_CHECK(cuda_devices > 0, ConfigError,
-                 "--backend nccl: this rank sees no CUDA device (a CPU-only LibTorch, or no GPU "
-                 "or driver here)");
-    const auto binding = env::bind_gpu(env::Environment::from_process(), session.node_rank(),
-                                       session.node_size(), cuda_devices);
-    const int ordinal = env::require_own_gpu(binding, "cohort bench allreduce --backend nccl");
-    comm::set_rank_device(ordinal);
-    options.device = c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(ordinal));
-  }
+  // A build without NCCL is refused by make_communicator below, naming why.
+  if (nccl && comm::backend_compiled(comm::Backend::kNccl)) options.device = own_gpu(session);
   auto communicator =
       comm::make_communicator(session, nccl ? comm::Backend::kNccl : comm::Backend::kMpi);
   const auto rows = comm::bench_allreduce(*communicator, session, options);
   if (session.rank() != 0) return 0;
   const auto tuning = comm::tune_allocator();
   if (vm.count("json")) {
-    json out = {{"ranks", session.size()},
-                {"backend", backend},
-                {"malloc_tuning", tuning.reason},
-                {"rows", json::array()}};
-    for (const auto& r : rows) {
-      out["rows"].push_back({{"bytes", r.bytes},
-                             {"iterations", r.iterations},
-                             {"cohort_ms", r.cohort_ms},
-                             {"cohort_async_ms", r.cohort_async_ms},
-                             {"raw_mpi_ms", r.raw_ms},
-                             {"algbw_gbs", r.algbw_gbs},
-                             {"busbw_gbs", r.busbw_gbs},
-                             {"ratio_vs_raw", r.ratio}});
-    }
-    std::cout << out.dump(2, ' ', true, kJsonReplace) << "\n";
+    std::cout << comm::to_json(rows, session.size(), backend, tuning.reason)
+                     .dump(2, ' ', true, kJsonReplace)
+              << "\n";
     return 0;
   }
   std::printf("all-reduce, float32 sum, %d ranks, %s%s (malloc tuning: %s)\n", session.size(),
@@ -100,7 +100,7 @@ int bench_allreduce(const std::vector<std::string>& args, int* argc, char*** arg
 }
 
 int bench_ddp(const std::vector<std::string>& args, int* argc, char*** argv) {
-  train::DdpBenchOptions options;
+  bench::DdpBenchOptions options;
   po::options_description desc("cohort bench ddp options");
   desc.add_options()("help,h", "show this help")("json", "print JSON")(
       "batch", po::value<std::int64_t>(&options.batch)->default_value(options.batch),
@@ -112,36 +112,16 @@ int bench_ddp(const std::vector<std::string>& args, int* argc, char*** argv) {
       po::value<std::size_t>(&options.bucket_bytes)->default_value(options.bucket_bytes),
       "DDP bucket size")("overlap",
                          "report DDP with overlapped all-reduce (default: reduce in finish_step)");
-  po::variables_map vm;
-  po::store(po::command_line_parser(args).options(desc).run(), vm);
-  po::notify(vm);
-  if (vm.count("help")) {
-    std::cout << "usage: cohort launch -n N -- cohort bench ddp [options]\n" << desc;
-    return 0;
-  }
+  const auto parsed =
+      parse_or_help(args, desc, "usage: cohort launch -n N -- cohort bench ddp [options]\n");
+  if (!parsed) return 0;
+  const po::variables_map& vm = *parsed;
   options.overlap = vm.count("overlap") != 0;
   comm::MpiSession session(argc, argv);
-  const auto r = train::bench_ddp(session, options);
+  const auto r = bench::bench_ddp(session, options);
   if (session.rank() != 0) return 0;
-  const std::vector<Floor> floors = {{"DDP / (compute + all-reduce)", r.floor_ratio, 1.05, true}};
   if (vm.count("json")) {
-    json out{{"ranks", r.ranks},
-             {"parameters", r.parameters},
-             {"gradient_bytes", r.gradient_bytes},
-             {"buckets", r.buckets},
-             {"compute_ms", r.compute_ms},
-             {"ddp_ms", r.ddp_ms},
-             {"overlap", options.overlap},
-             {"ddp_other_overlap_ms", r.ddp_other_ms},
-             {"other_overlap_floor_ratio", r.other_floor_ratio},
-             {"raw_allreduce_ms", r.allreduce_ms},
-             {"finish_wait_ms", r.finish_wait_ms},
-             {"samples_per_s", r.samples_per_s},
-             {"floor_ratio", r.floor_ratio},
-             {"exposed_share", r.exposed_share},
-             {"hidden_fraction", r.hidden_fraction}};
-    add_floors(out, floors);
-    std::cout << out.dump(2, ' ', true, kJsonReplace) << "\n";
+    std::cout << bench::to_json(r, options).dump(2, ' ', true, kJsonReplace) << "\n";
     return 0;
   }
   std::printf(
@@ -163,7 +143,7 @@ int bench_ddp(const std::vector<std::string>& args, int* argc, char*** argv) {
       "  all-reduce cost not visible in the step: %.1f%% (overlap, or the gradient hand-over: "
       "docs/ddp.md)\n",
       100 * r.hidden_fraction);
-  print_floors(floors);
+  print_floors(bench::floors(r));
   return 0;
 }
 
@@ -187,36 +167,12 @@ int bench_io(const std::vector<std::string>& args) {
       "steps", po::value(&o.wait_steps)->default_value(o.wait_steps), "steps of the wait test")(
       "compute-factor", po::value(&o.compute_factor)->default_value(o.compute_factor),
       "model step cost in synchronous batch reads");
-  po::variables_map vm;
-  po::store(po::command_line_parser(args).options(desc).run(), vm);
-  po::notify(vm);
-  if (vm.count("help")) {
-    std::cout << "usage: cohort bench io [options]\n" << desc;
-    return 0;
-  }
+  const auto parsed = parse_or_help(args, desc, "usage: cohort bench io [options]\n");
+  if (!parsed) return 0;
+  const po::variables_map& vm = *parsed;
   const auto r = data::bench_io(o);
   if (vm.count("json")) {
-    json out = {{"dataset", r.dataset},  {"samples", r.samples},       {"file_bytes", r.file_bytes},
-                {"batch", o.batch},      {"compute_ms", r.compute_ms}, {"cache", r.cache_note},
-                {"rows", json::array()}, {"wait", json::array()}};
-    for (const auto& row : r.rows) {
-      out["rows"].push_back({{"name", row.name},
-                             {"seconds", row.seconds},
-                             {"mib_per_s", row.mb_per_s},
-                             {"samples_per_s", row.samples_per_s},
-                             {"ratio_vs_raw", row.ratio_vs_raw},
-                             {"ratio_vs_pieces", row.ratio_vs_pieces},
-                             {"ratio_vs_pieces_2_threads", row.ratio_vs_pieces_2t}});
-    }
-    for (const auto& w : r.waits) {
-      out["wait"].push_back({{"prefetch", w.prefetch},
-                             {"caller_reads", w.caller_reads},
-                             {"own_reads", w.own_reads},
-                             {"step_ms", w.step_ms},
-                             {"wait_ms", w.wait_ms},
-                             {"wait_share", w.wait_share}});
-    }
-    std::cout << out.dump(2, ' ', true, kJsonReplace) << "\n";
+    std::cout << data::to_json(r, o).dump(2, ' ', true, kJsonReplace) << "\n";
     return 0;
   }
   std::printf("data path vs raw read, %lld samples, %.1f MiB, batch %lld, median of %d rounds\n",
@@ -244,7 +200,7 @@ int bench_io(const std::vector<std::string>& args) {
 
 }  // namespace
 
-void print_ckpt(const train::CkptBenchResult& r, const train::CkptBenchOptions& o) {
+void print_ckpt(const bench::CkptBenchResult& r, const bench::CkptBenchOptions& o) {
   std::printf("checkpoint of an MLP (%lld MB: parameters + momentum), %d ranks, under %s\n",
               static_cast<long long>(r.checkpoint_bytes / 1000000), r.ranks, o.dir.c_str());
   std::printf("  raw write + fsync      %8.3f s  %6.2f GB/s\n", r.raw_write_s, r.raw_write_gbs);
@@ -270,7 +226,7 @@ void print_ckpt(const train::CkptBenchResult& r, const train::CkptBenchOptions& 
 }
 
 int bench_ckpt(const std::vector<std::string>& args, int* argc, char*** argv) {
-  train::CkptBenchOptions o;
+  bench::CkptBenchOptions o;
   po::options_description desc("cohort bench ckpt options");
   desc.add_options()("help,h", "show this help")("json", "print JSON")(
       "dir", path_value(&o.dir, PathKind::kOutputDirectory)->default_value(o.dir),
@@ -279,61 +235,26 @@ int bench_ckpt(const std::vector<std::string>& args, int* argc, char*** argv) {
       "features", po::value(&o.features)->default_value(o.features), "MLP input width")(
       "rounds", po::value(&o.rounds)->default_value(o.rounds), "measured rounds (medians)")(
       "threads", po::value(&o.threads)->default_value(o.threads), "torch threads per rank");
-  po::variables_map vm;
-  po::store(po::command_line_parser(args).options(desc).run(), vm);
-  po::notify(vm);
-  if (vm.count("help")) {
-    std::cout << "usage: cohort launch -n N -- cohort bench ckpt [options]\n" << desc;
-    return 0;
-  }
+  const auto parsed =
+      parse_or_help(args, desc, "usage: cohort launch -n N -- cohort bench ckpt [options]\n");
+  if (!parsed) return 0;
+  const po::variables_map& vm = *parsed;
   COHORT_CHECK(o.rounds > 0 && !o.hidden.empty(), UsageError,
                "cohort bench ckpt: --rounds must be positive and --hidden non-empty");
   comm::MpiSession session(argc, argv);
-  const auto r = train::bench_ckpt(session, o);
+  const auto r = bench::bench_ckpt(session, o);
   if (session.rank() != 0) return 0;
-  const std::vector<Floor> floors = {
-      {"sync save speed / raw write speed", r.write_ratio, 0.7, false},
-      {"async save stall / sync save time", r.stall_share, 0.10, true},
-      {"restart load time / raw read time", 1 / r.restart_load_ratio, 1.5, true}};
   if (!vm.count("json")) {
     print_ckpt(r, o);
-    print_floors(floors);
+    print_floors(bench::floors(r));
     return 0;
   }
-  json out{{"ranks", r.ranks},
-           {"dir", o.dir},
-           {"checkpoint_bytes", r.checkpoint_bytes},
-           {"raw_write_s", r.raw_write_s},
-           {"sync_save_s", r.sync_save_s},
-           {"write_ratio", r.write_ratio},
-           {"write_ratio_best", r.write_ratio_best},
-           {"raw_write_gbs", r.raw_write_gbs},
-           {"save_gbs", r.save_gbs},
-           {"async_stall_s", r.async_stall_s},
-           {"stall_share", r.stall_share},
-           {"async_background_s", r.async_background_s},
-           {"step_ms", r.step_ms},
-           {"step_during_save_ms", r.step_during_save_ms},
-           {"load_s", r.load_s},
-           {"raw_read_s", r.raw_read_s},
-           {"load_ratio", r.load_ratio},
-           {"restart_load_s", r.restart_load_s},
-           {"restart_load_ratio", r.restart_load_ratio},
-           {"load_ratio_best", r.load_ratio_best},
-           {"restart_load_ratio_best", r.restart_load_ratio_best},
-           {"load_rounds_s", r.load_rounds},
-           {"restart_load_rounds_s", r.restart_load_rounds},
-           {"raw_read_rounds_s", r.raw_read_rounds},
-           {"raw_write_rounds_s", r.raw_write_rounds},
-           {"sync_save_rounds_s", r.sync_save_rounds},
-           {"async_stall_rounds_s", r.async_stall_rounds}};
-  add_floors(out, floors);
-  std::cout << out.dump(2, ' ', true, kJsonReplace) << "\n";
+  std::cout << bench::to_json(r, o).dump(2, ' ', true, kJsonReplace) << "\n";
   return 0;
 }
 
 int bench_monitor(const std::vector<std::string>& args, int* argc, char*** argv) {
-  train::MonitorBenchOptions o;
+  bench::MonitorBenchOptions o;
   po::options_description desc("cohort bench monitor options");
   desc.add_options()("help,h", "show this help")("json", "print JSON")(
       "dir", path_value(&o.dir, PathKind::kOutputDirectory)->default_value(o.dir),
@@ -345,32 +266,17 @@ int bench_monitor(const std::vector<std::string>& args, int* argc, char*** argv)
       "monitor.summary_every of the monitored runs")(
       "rounds", po::value(&o.rounds)->default_value(o.rounds), "rounds (medians)")(
       "threads", po::value(&o.threads)->default_value(o.threads), "torch threads per rank");
-  po::variables_map vm;
-  po::store(po::command_line_parser(args).options(desc).run(), vm);
-  po::notify(vm);
-  if (vm.count("help")) {
-    std::cout << "usage: cohort launch -n N -- cohort bench monitor [options]\n" << desc;
-    return 0;
-  }
+  const auto parsed =
+      parse_or_help(args, desc, "usage: cohort launch -n N -- cohort bench monitor [options]\n");
+  if (!parsed) return 0;
+  const po::variables_map& vm = *parsed;
   COHORT_CHECK(o.rounds > 0 && o.steps > 10 && !o.hidden.empty(), UsageError,
                "cohort bench monitor: --rounds must be positive, --steps above 10, --hidden set");
   comm::MpiSession session(argc, argv);
-  const auto r = train::bench_monitor(session, o);
+  const auto r = bench::bench_monitor(session, o);
   if (session.rank() != 0) return 0;
-  const std::vector<Floor> floors = {{"metrics on / off - 1 (overhead)", r.overhead, 0.02, true}};
   if (vm.count("json")) {
-    json out{{"ranks", r.ranks},
-             {"steps", o.steps},
-             {"summary_every", o.summary_every},
-             {"step_on_ms", r.step_on_ms},
-             {"step_off_ms", r.step_off_ms},
-             {"overhead", r.overhead},
-             {"self_ms", r.self_ms},
-             {"self_share", r.self_share},
-             {"on_rounds_ms", r.on_rounds_ms},
-             {"off_rounds_ms", r.off_rounds_ms}};
-    add_floors(out, floors);
-    std::cout << out.dump(2, ' ', true, kJsonReplace) << "\n";
+    std::cout << bench::to_json(r, o).dump(2, ' ', true, kJsonReplace) << "\n";
     return 0;
   }
   std::printf(
@@ -388,7 +294,7 @@ int bench_monitor(const std::vector<std::string>& args, int* argc, char*** argv)
               100 * r.overhead);
   std::printf("  self-timed    %8.3f ms per step in the monitor = %.2f%% of a step (rank 0)\n",
               r.self_ms, 100 * r.self_share);
-  print_floors(floors);
+  print_floors(bench::floors(r));
   return 0;
 }
 

@@ -4,19 +4,21 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "cohort/bench/control.hpp"
+#include "cohort/bench/json.hpp"
 #include "cohort/comm/mpi_session.hpp"
 #include "cohort/env/environment.hpp"
 #include "cohort/env/topology.hpp"
 #include "cohort/error.hpp"
-#include "cohort/train/bench_control.hpp"
 #include "command.hpp"
+#include "options.hpp"
 
 namespace cohort::cli {
 
 namespace po = boost::program_options;
 
 int bench_control(const std::vector<std::string>& args, int* argc, char*** argv) {
-  train::ControlBenchOptions o;
+  bench::ControlBenchOptions o;
   o.dir = "/tmp";
   po::options_description desc("cohort bench control options");
   desc.add_options()("help,h", "show this help")("json", "print JSON")(
@@ -24,36 +26,18 @@ int bench_control(const std::vector<std::string>& args, int* argc, char*** argv)
       "repeats", po::value(&o.repeats)->default_value(o.repeats), "medians of this many")(
       "dir", path_value(&o.dir, PathKind::kOutputDirectory)->default_value(o.dir),
       "where the checkpoint is written");
-  po::variables_map vm;
-  po::store(po::command_line_parser(args).options(desc).run(), vm);
-  po::notify(vm);
-  if (vm.count("help")) {
-    std::cout << "usage: cohort launch -n N -- cohort bench control [options]\n" << desc;
-    return 0;
-  }
+  const auto parsed =
+      parse_or_help(args, desc, "usage: cohort launch -n N -- cohort bench control [options]\n");
+  if (!parsed) return 0;
+  const po::variables_map& vm = *parsed;
   COHORT_CHECK(o.tensors >= 1 && o.tensors <= 100000 && o.repeats >= 1, UsageError,
                "cohort bench control: --tensors 1..100000, --repeats >= 1");
   const auto topology = env::detect(env::Environment::from_process());  // before MPI_Init
   comm::MpiSession session(argc, argv);
-  const auto r = train::bench_control(session, topology, o);
+  const auto r = bench::bench_control(session, topology, o);
   if (session.rank() != 0) return 0;
   if (vm.count("json")) {
-    const nlohmann::json out = {{"ranks", r.ranks},
-                                {"tensors_per_rank", o.tensors},
-                                {"startup_s", r.startup_s},
-                                {"verify_s", r.verify_s},
-                                {"plan_s", r.plan_s},
-                                {"plan_bytes", r.plan_bytes},
-                                {"plan_cached_s", r.plan_cached_s},
-                                {"manifest_bytes", r.manifest_bytes},
-                                {"save_s", r.save_s},
-                                {"summary_fields", r.summary_fields},
-                                {"summary_bytes", r.summary_bytes},
-                                {"summary_rank_bytes", r.summary_rank_bytes},
-                                {"summary_shared_rank_bytes", r.summary_shared_rank_bytes},
-                                {"summary_s", r.summary_s},
-                                {"summary_shared_s", r.summary_shared_s}};
-    std::cout << out.dump(2) << "\n";
+    std::cout << bench::to_json(r, o).dump(2) << "\n";
     return 0;
   }
   std::printf("control paths at %d ranks (%d checkpoint tensors per rank, each rank its own)\n",

@@ -9,11 +9,11 @@
 #include "cohort/error.hpp"
 #include "cohort/pipeline/bench.hpp"
 #include "command.hpp"
+#include "options.hpp"
 
 namespace cohort::cli {
 
 namespace po = boost::program_options;
-using nlohmann::json;
 
 int bench_pipeline(const std::vector<std::string>& args, int* argc, char*** argv) {
   pipeline::PipelineBenchOptions o;
@@ -30,29 +30,17 @@ int bench_pipeline(const std::vector<std::string>& args, int* argc, char*** argv
       "micro-batch-size", po::value(&o.micro_batch_size)->default_value(o.micro_batch_size),
       "samples per micro-batch")("steps", po::value(&o.steps)->default_value(o.steps),
                                  "measured steps per case (after one warm-up step)");
-  po::variables_map vm;
-  po::store(po::command_line_parser(args).options(desc).run(), vm);
-  po::notify(vm);
-  if (vm.count("help")) {
-    std::cout << "usage: cohort launch -n STAGES -- cohort bench pipeline [options]\n" << desc;
-    return 0;
-  }
+  const auto parsed = parse_or_help(
+      args, desc, "usage: cohort launch -n STAGES -- cohort bench pipeline [options]\n");
+  if (!parsed) return 0;
+  const po::variables_map& vm = *parsed;
   comm::MpiSession session(argc, argv);
   const auto world = comm::make_communicator(session, comm::Backend::kMpi);
   const auto rows = pipeline::bench_pipeline(*world, o);
   if (session.rank() != 0) return 0;
   if (vm.count("json")) {
-    json out = json::array();
-    for (const auto& r : rows) {
-      out.push_back({{"schedule", pipeline::to_string(r.schedule)},
-                     {"stages", session.size()},
-                     {"micro_batches", r.micro_batches},
-                     {"bubble_theory", r.theory},
-                     {"bubble_measured", r.measured},
-                     {"step_ms", r.step_ms},
-                     {"peak_in_flight", r.peak_in_flight}});
-    }
-    std::cout << json{{"work", o.work}, {"rows", out}}.dump(2, ' ', true, kJsonReplace) << "\n";
+    std::cout << pipeline::to_json(rows, o, session.size()).dump(2, ' ', true, kJsonReplace)
+              << "\n";
     return 0;
   }
   std::printf("pipeline bubble, %d stages, work %s, %d steps per case (means over stages)\n",

@@ -4,19 +4,20 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "cohort/bench/json.hpp"
+#include "cohort/bench/zero.hpp"
 #include "cohort/comm/mpi_session.hpp"
 #include "cohort/error.hpp"
-#include "cohort/train/bench_zero.hpp"
 #include "command.hpp"
+#include "options.hpp"
 
 namespace cohort::cli {
 
 namespace po = boost::program_options;
-using nlohmann::json;
 
 namespace {
 
-void print_text(const train::ZeroBenchResult& r, const train::ZeroBenchOptions& o) {
+void print_text(const bench::ZeroBenchResult& r, const bench::ZeroBenchOptions& o) {
   const double mib = 1048576.0;
   std::printf("ZeRO, MLP %lld parameters, AdamW, %d ranks, batch %lld/rank, overlap %s\n",
               static_cast<long long>(r.parameters), r.ranks, static_cast<long long>(o.batch),
@@ -42,7 +43,7 @@ void print_text(const train::ZeroBenchResult& r, const train::ZeroBenchOptions& 
 }  // namespace
 
 int bench_zero(const std::vector<std::string>& args, int* argc, char*** argv) {
-  train::ZeroBenchOptions o;
+  bench::ZeroBenchOptions o;
   po::options_description desc("cohort bench zero options");
   desc.add_options()("help,h", "show this help")("json", "print JSON")(
       "layers", po::value(&o.layers)->multitoken(), "MLP widths (default 1024 2048 2048 1024 10)")(
@@ -51,44 +52,22 @@ int bench_zero(const std::vector<std::string>& args, int* argc, char*** argv) {
       "threads", po::value(&o.threads)->default_value(o.threads), "torch threads per rank")(
       "bucket-bytes", po::value(&o.bucket_bytes)->default_value(o.bucket_bytes), "bucket size")(
       "overlap", "reduce buckets during backward (parallel.overlap)");
-  po::variables_map vm;
-  po::store(po::command_line_parser(args).options(desc).run(), vm);
-  po::notify(vm);
-  if (vm.count("help")) {
-    std::cout << "usage: cohort launch -n N -- cohort bench zero [options]\n" << desc;
-    return 0;
-  }
+  const auto parsed =
+      parse_or_help(args, desc, "usage: cohort launch -n N -- cohort bench zero [options]\n");
+  if (!parsed) return 0;
+  const po::variables_map& vm = *parsed;
   COHORT_CHECK(o.layers.size() >= 2 && o.batch >= 1 && o.steps >= 1 && o.threads >= 1, UsageError,
                "cohort bench zero: --layers needs two widths or more; --batch, --steps and "
                "--threads at least 1");
   o.overlap = vm.count("overlap") != 0;
   comm::MpiSession session(argc, argv);
-  const auto r = train::bench_zero(session, o);
+  const auto r = bench::bench_zero(session, o);
   if (session.rank() != 0) return 0;
   if (!vm.count("json")) {
     print_text(r, o);
     return 0;
   }
-  json stages = json::array();
-  for (const auto& f : r.stages) {
-    stages.push_back({{"stage", f.stage},
-                      {"parameter_bytes", f.parameter_bytes},
-                      {"gradient_bytes", f.gradient_bytes},
-                      {"optimizer_bytes", f.optimizer_bytes},
-                      {"bucket_bytes", f.bucket_bytes},
-                      {"gathered_bytes", f.gathered_bytes},
-                      {"theory_bytes", f.theory_bytes},
-                      {"held_ratio", f.held_ratio},
-                      {"step_ms", f.step_ms},
-                      {"step_ratio", f.step_ratio}});
-  }
-  std::cout << json{{"ranks", r.ranks},
-                    {"parameters", r.parameters},
-                    {"batch", o.batch},
-                    {"overlap", o.overlap},
-                    {"stages", stages}}
-                   .dump(2, ' ', true, kJsonReplace)
-            << "\n";
+  std::cout << bench::to_json(r, o).dump(2, ' ', true, kJsonReplace) << "\n";
   return 0;
 }
 

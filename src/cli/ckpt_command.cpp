@@ -9,6 +9,7 @@
 #include "cohort/ckpt/inspect.hpp"
 #include "cohort/error.hpp"
 #include "command.hpp"
+#include "options.hpp"
 
 namespace po = boost::program_options;
 using nlohmann::json;
@@ -29,43 +30,17 @@ bool parse(const std::vector<std::string>& args, const char* usage, Args* out) {
       "checkpoint directory or step directory");
   po::positional_options_description positional;
   positional.add("path", 1);
-  po::variables_map vm;
-  po::store(po::command_line_parser(args).options(desc).positional(positional).run(), vm);
-  if (vm.count("help")) {
-    std::cout << "usage: " << usage << "\n" << desc;
-    return false;
-  }
-  po::notify(vm);
-  out->as_json = vm.count("json") != 0;
+  const auto vm = parse_or_help(args, desc, "usage: " + std::string(usage) + "\n", &positional);
+  if (!vm) return false;
+  out->as_json = vm->count("json") != 0;
   return true;
-}
-
-json summary_of(const ckpt::Manifest& m) {
-  std::int64_t bytes = 0;
-  for (const auto& s : m.shards) bytes += s.bytes;
-  return {{"step", m.step},
-          {"epoch", m.epoch},
-          {"samples_seen", m.samples_seen},
-          {"world_size", m.world_size},
-          {"nodes", m.nodes},
-          {"shards", m.shards.size()},
-          {"tensors", m.tensors.size()},
-          {"bytes", bytes},
-          {"config_hash", m.config_hash},
-          {"created", m.created},
-          {"cohort_version", m.cohort_version}};
 }
 
 int list(const std::vector<std::string>& args) {
   Args a;
   if (!parse(args, "cohort ckpt list DIR [--json]", &a)) return 0;
   json rows = json::array();
-  for (const auto& e : ckpt::list_checkpoints(a.path)) {
-    json row = e.readable ? summary_of(e.manifest) : json{{"step", e.step}, {"problem", e.problem}};
-    row["path"] = e.path;
-    row["latest"] = e.latest;
-    rows.push_back(row);
-  }
+  for (const auto& e : ckpt::list_checkpoints(a.path)) rows.push_back(ckpt::to_json(e));
   if (a.as_json) {
     std::cout << rows.dump(2, ' ', true, kJsonReplace) << "\n";
     return 0;
@@ -90,13 +65,7 @@ int inspect(const std::vector<std::string>& args) {
   if (!parse(args, "cohort ckpt inspect PATH [--json]", &a)) return 0;
   const std::string dir = ckpt::resolve_checkpoint(a.path);
   const ckpt::Manifest m = ckpt::read_manifest(dir);
-  json out = summary_of(m);
-  out["path"] = dir;
-  out["tensor_index"] = json::array();
-  for (const auto& t : m.tensors) {
-    out["tensor_index"].push_back(
-        {{"name", t.name}, {"dtype", t.dtype}, {"shape", t.shape}, {"slices", t.slices.size()}});
-  }
+  const json out = ckpt::inspect_json(m, dir);
   if (a.as_json) {
     std::cout << out.dump(2, ' ', true, kJsonReplace) << "\n";
     return 0;
@@ -120,9 +89,7 @@ int verify(const std::vector<std::string>& args) {
   const std::string dir = ckpt::resolve_checkpoint(a.path);
   const auto problems = ckpt::verify_checkpoint(dir);
   if (a.as_json) {
-    std::cout << json{{"path", dir}, {"clean", problems.empty()}, {"problems", problems}}.dump(
-                     2, ' ', true, kJsonReplace)
-              << "\n";
+    std::cout << ckpt::verify_json(dir, problems).dump(2, ' ', true, kJsonReplace) << "\n";
   } else {
     for (const auto& p : problems) std::printf("%s\n", p.c_str());
     if (problems.empty())

@@ -9,6 +9,7 @@
 #include "cohort/error.hpp"
 #include "cohort/io/output.hpp"
 #include "command.hpp"
+#include "options.hpp"
 
 namespace po = boost::program_options;
 using nlohmann::json;
@@ -36,13 +37,11 @@ int export_files(const std::vector<std::string>& args) {
       "the same into the module the run kept (module.pt in its checkpoint directory)");
   po::positional_options_description positional;
   positional.add("path", 1);
-  po::variables_map vm;
-  po::store(po::command_line_parser(args).options(desc).positional(positional).run(), vm);
-  if (vm.count("help")) {
-    std::cout << "usage: cohort ckpt export PATH --out FILE.pt|FILE.h5 [...] [options]\n" << desc;
-    return 0;
-  }
-  po::notify(vm);
+  const auto parsed = parse_or_help(
+      args, desc, "usage: cohort ckpt export PATH --out FILE.pt|FILE.h5 [...] [options]\n",
+      &positional);
+  if (!parsed) return 0;
+  const po::variables_map& vm = *parsed;
   options.run_module = vm.count("run-module") != 0;
   COHORT_CHECK(!options.run_module || options.torchscript.empty(), UsageError,
                "ckpt export: --run-module or --torchscript FILE, not both");
@@ -59,11 +58,7 @@ int export_files(const std::vector<std::string>& args) {
   json rows = json::array();
   for (const auto& out : outs) {
     const auto s = ckpt::export_checkpoint(path, out, options);
-    rows.push_back({{"source", s.source},
-                    {"out", s.out},
-                    {"step", s.step},
-                    {"tensors", s.tensors},
-                    {"bytes", s.bytes}});
+    rows.push_back(ckpt::to_json(s));
     if (!vm.count("json")) {
       std::printf("%s: %d tensors, %.1f MB, step %lld from %s\n", s.out.c_str(), s.tensors,
                   static_cast<double>(s.bytes) / 1e6, static_cast<long long>(s.step),

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "cohort/train/config.hpp"
+#include "cohort/settings/config.hpp"
 
 namespace boost::program_options {
 class options_description;
@@ -83,7 +83,7 @@ std::string self_executable();
 int exit_status_of(int (*body)(int, char**), int argc, char** argv);
 
 // --task of predict and eval (a TorchScript model): UsageError naming the choices.
-train::TaskKind parse_task(const std::string& text);
+settings::TaskKind parse_task(const std::string& text);
 // The options naming the trained model of predict and eval: --checkpoint, --config, --model,
 // --task (into `task`, for parse_task).
 void add_model_source_options(boost::program_options::options_description& desc,

@@ -5,8 +5,9 @@
 #include <iostream>
 
 #include "cohort/error.hpp"
-#include "cohort/train/config.hpp"
+#include "cohort/settings/config.hpp"
 #include "command.hpp"
+#include "options.hpp"
 
 namespace po = boost::program_options;
 
@@ -24,7 +25,7 @@ int run_config(const std::vector<std::string>& args, int*, char*** argv) {
     return 0;
   }
   if (sub == "reference") {
-    std::cout << train::reference_markdown();
+    std::cout << settings::reference_markdown();
     return 0;
   }
   COHORT_CHECK(sub == "check", UsageError, "config: unknown subcommand '", sub,
@@ -40,19 +41,11 @@ int run_config(const std::vector<std::string>& args, int*, char*** argv) {
       "a shared library of models: --set model.library=LIB (repeatable: a list)");
   po::positional_options_description positional;
   positional.add("file", 1);
-  po::variables_map vm;
-  po::store(po::command_line_parser(std::vector<std::string>(args.begin() + 1, args.end()))
-                .options(desc)
-                .positional(positional)
-                .run(),
-            vm);
-  if (vm.count("help")) {
-    std::cout << usage << desc;
-    return 0;
-  }
-  po::notify(vm);
+  const auto parsed = parse_or_help(std::vector<std::string>(args.begin() + 1, args.end()), desc,
+                                    usage, &positional);
+  if (!parsed) return 0;
   for (auto& item : plugin_overrides(plugins)) overrides.push_back(std::move(item));
-  const auto config = train::Config::load(file, overrides);
+  const auto config = settings::Config::load(file, overrides);
   // The models of model.library and their sections are known only to an executable that can
   // load them; this one checked the rest and hands the whole check over.
   if (!config.model.library.empty() && !kTorchExecutable) exec_torch(*argv);

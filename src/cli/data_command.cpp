@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <utility>
 
 #include "cohort/data/batch_plan.hpp"
 #include "cohort/data/images.hpp"
@@ -20,6 +21,7 @@
 #include "cohort/io/files.hpp"
 #include "cohort/io/text.hpp"
 #include "command.hpp"
+#include "options.hpp"
 
 namespace po = boost::program_options;
 using nlohmann::json;
@@ -32,12 +34,9 @@ bool parse(const std::vector<std::string>& args, po::options_description& desc,
            const po::positional_options_description& positional, po::variables_map& vm,
            const char* usage) {
   desc.add_options()("help,h", "show this help");
-  po::store(po::command_line_parser(args).options(desc).positional(positional).run(), vm);
-  if (vm.count("help")) {
-    std::cout << "usage: " << usage << "\n" << desc;
-    return true;
-  }
-  po::notify(vm);
+  auto parsed = parse_or_help(args, desc, "usage: " + std::string(usage) + "\n", &positional);
+  if (!parsed) return true;
+  vm = std::move(*parsed);
   return false;
 }
 
@@ -128,21 +127,7 @@ int import_images(const std::vector<std::string>& args) {
   o.world = topology.world_size;
   const auto r = data::import_images(out, o);
   if (vm.count("json")) {
-    std::cout << json{{"rank", o.rank},
-                      {"world", o.world},
-                      {"classes", r.classes},
-                      {"listed", r.listed},
-                      {"train", r.train},
-                      {"val", r.val},
-                      {"skipped", r.skipped},
-                      {"first_skipped", r.first_skipped},
-                      {"out", r.out},
-                      {"val_out", r.val_out},
-                      {"seconds", r.seconds},
-                      {"images_per_second",
-                       r.seconds > 0 ? static_cast<double>(r.listed) / r.seconds : 0.0}}
-                     .dump(2, ' ', true, kJsonReplace)
-              << "\n";
+    std::cout << data::to_json(r, o).dump(2, ' ', true, kJsonReplace) << "\n";
   } else {
     std::cout << (r.out.empty() ? out : r.out) << ": " << r.train << " images of "
               << r.classes.size() << " classes"
@@ -256,10 +241,7 @@ int inspect(const std::vector<std::string>& args) {
     // batch does not fit a rank's shard.
     const auto plan = data::plan_batches(path, inspection.info.num_samples, batch_size, ranks,
                                          /*drop_last=*/false, /*drop_last_batch=*/true);
-    out["plan"] = {{"ranks", ranks},
-                   {"batch_size", batch_size},
-                   {"samples_per_rank", plan.samples_per_rank},
-                   {"batches_per_epoch", plan.batches_per_epoch}};
+    out["plan"] = data::to_json(plan, ranks, batch_size);
   }
   if (vm.count("json")) {
     std::cout << out.dump(2, ' ', true, kJsonReplace) << "\n";
@@ -273,11 +255,7 @@ int inspect(const std::vector<std::string>& args) {
   return 0;
 }
 
-std::string self_exe() {
-  std::error_code error;
-  const auto path = std::filesystem::read_symlink("/proc/self/exe", error);
-  return error ? std::string("cohort") : path.string();
-}
+std::string self_exe() { return env::executable_path().value_or("cohort"); }
 
 int stage(const std::vector<std::string>& args) {
   std::string source, dest;

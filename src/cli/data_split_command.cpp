@@ -9,6 +9,7 @@
 #include "cohort/data/tools.hpp"
 #include "cohort/error.hpp"
 #include "command.hpp"
+#include "options.hpp"
 
 namespace po = boost::program_options;
 
@@ -29,13 +30,9 @@ int split(const std::vector<std::string>& args) {
   po::positional_options_description positional;
   positional.add("path", 1);
   desc.add_options()("help,h", "show this help");
-  po::variables_map vm;
-  po::store(po::command_line_parser(args).options(desc).positional(positional).run(), vm);
-  if (vm.count("help")) {
-    std::cout << "usage: cohort data split PATH --train A --val B\n" << desc;
-    return 0;
-  }
-  po::notify(vm);
+  const auto parsed =
+      parse_or_help(args, desc, "usage: cohort data split PATH --train A --val B\n", &positional);
+  if (!parsed) return 0;
   const auto result = data::split_dataset(in, train_out, val_out, fraction, seed);
   std::cout << train_out << ": " << result.train << " samples\n"
             << val_out << ": " << result.val << " samples\n";
@@ -56,14 +53,10 @@ int select(const std::vector<std::string>& args) {
   po::positional_options_description positional;
   positional.add("path", 1);
   desc.add_options()("help,h", "show this help");
-  po::variables_map vm;
-  po::store(po::command_line_parser(args).options(desc).positional(positional).run(), vm);
-  if (vm.count("help")) {
-    std::cout << "usage: cohort data select PATH --classes 5,6,7 [--per-class N] --out OUT\n"
-              << desc;
-    return 0;
-  }
-  po::notify(vm);
+  const auto parsed = parse_or_help(
+      args, desc, "usage: cohort data select PATH --classes 5,6,7 [--per-class N] --out OUT\n",
+      &positional);
+  if (!parsed) return 0;
   std::vector<std::int64_t> classes;
   std::istringstream items(list);
   for (std::string item; std::getline(items, item, ',');) {

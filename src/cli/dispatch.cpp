@@ -8,7 +8,9 @@
 #include <cstring>
 #include <exception>
 #include <string>
+#include <utility>
 
+#include "cohort/env/system_info.hpp"
 #include "cohort/error.hpp"
 #include "cohort/io/terminal.hpp"
 #include "cohort/io/text.hpp"
@@ -35,11 +37,9 @@ std::vector<std::string> plugin_overrides(const std::vector<std::string>& plugin
 }
 
 std::string self_executable() {
-  std::string self(4096, '\0');
-  const ssize_t length = readlink("/proc/self/exe", self.data(), self.size() - 1);
-  COHORT_CHECK(length > 0, EnvironmentError, "cannot read /proc/self/exe: ", std::strerror(errno));
-  self.resize(static_cast<std::size_t>(length));
-  return self;
+  auto self = env::executable_path();
+  COHORT_CHECK(self.has_value(), EnvironmentError, "cannot read /proc/self/exe");
+  return std::move(*self);
 }
 
 void exec_torch(char** argv) {

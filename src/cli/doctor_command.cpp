@@ -1,5 +1,5 @@
 // `cohort doctor --config FILE [--set k=v ...] [--json] [--output FILE]`: pre-flight checks of the
-// nodes a training will run on (cohort/train/doctor.hpp), one task per node: `srun
+// nodes a training will run on (cohort/ops/doctor.hpp), one task per node: `srun
 // --ntasks-per-node=1 cohort doctor ...` in an allocation, or by itself on one machine. Rank 0
 // prints the report (text, or JSON with --json) and writes it to --output; the exit status is 0
 // or 80 + the first failing check (docs/exit-codes.md).
@@ -14,10 +14,11 @@
 #include "cohort/error.hpp"
 #include "cohort/io/files.hpp"
 #include "cohort/io/output.hpp"
-#include "cohort/train/config.hpp"
-#include "cohort/train/config_paths.hpp"
-#include "cohort/train/doctor.hpp"
+#include "cohort/ops/doctor.hpp"
+#include "cohort/settings/config.hpp"
+#include "cohort/settings/config_paths.hpp"
 #include "command.hpp"
+#include "options.hpp"
 
 namespace po = boost::program_options;
 
@@ -26,7 +27,7 @@ namespace cohort::cli {
 int run_doctor(const std::vector<std::string>& args, int* argc, char*** argv) {
   std::string file, output;
   std::vector<std::string> overrides;
-  train::DoctorOptions o;
+  ops::DoctorOptions o;
   po::options_description desc("cohort doctor options");
   desc.add_options()("help,h", "show this help")("config,c", path_value(&file, PathKind::kFile),
                                                  "the training's INI file")(
@@ -37,20 +38,17 @@ int run_doctor(const std::vector<std::string>& args, int* argc, char*** argv) {
       "the training's ranks per node (0: ranks / nodes)")(
       "output", path_value(&output, PathKind::kOutputFile),
       "also write the JSON report to this file (rank 0)")("json", "print the report as JSON");
-  po::variables_map vm;
-  po::store(po::command_line_parser(args).options(desc).run(), vm);
-  if (vm.count("help")) {
-    std::cout << "usage: cohort doctor --config FILE [--set k=v ...] [--json]\n"
-                 "  one task per node: srun -N NODES --ntasks-per-node=1 cohort doctor ...\n"
-              << desc;
-    return 0;
-  }
-  po::notify(vm);
-  const auto config = train::Config::load(file, overrides);
+  const auto parsed =
+      parse_or_help(args, desc,
+                    "usage: cohort doctor --config FILE [--set k=v ...] [--json]\n"
+                    "  one task per node: srun -N NODES --ntasks-per-node=1 cohort doctor ...\n");
+  if (!parsed) return 0;
+  const po::variables_map& vm = *parsed;
+  const auto config = settings::Config::load(file, overrides);
   if (!output.empty()) {  // never over the config or a file the training reads
     io::OutputPlan plan;
     plan.read(file, "--config");
-    train::add_inputs(config, plan);
+    settings::add_inputs(config, plan);
     plan.write(output, "--output").check();
   }
   const auto environment = env::Environment::from_process();
@@ -62,15 +60,15 @@ int run_doctor(const std::vector<std::string>& args, int* argc, char*** argv) {
   if (o.ranks_per_node <= 0) o.ranks_per_node = std::max(1, (o.ranks + nodes - 1) / nodes);
   const std::string node = topology.host.empty() ? env::hostname() : topology.host;
   comm::MpiSession session(argc, argv);
-  const auto report = train::run_doctor(config, o, session, node);
+  const auto report = ops::run_doctor(config, o, session, node);
   if (session.rank() != 0) return 0;
-  const auto json = train::to_json(report);
+  const auto json = ops::to_json(report);
   if (!output.empty())
     io::write_file_atomically(output, json.dump(-1, ' ', true, kJsonReplace) + "\n");
   if (vm.count("json")) {
     std::cout << json.dump(2, ' ', true, kJsonReplace) << "\n";
   } else {
-    std::cout << train::to_text(report);
+    std::cout << ops::to_text(report);
   }
   std::cout.flush();
   return report.exit_code();

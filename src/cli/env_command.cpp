@@ -2,7 +2,6 @@
 // against MPI; or the data x pipeline x tensor mapping of the job's ranks.
 #include <boost/program_options.hpp>
 #include <cstdio>
-#include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -20,9 +19,10 @@
 #include "cohort/env/topology_json.hpp"
 #include "cohort/error.hpp"
 #include "cohort/io/hdf5_version.hpp"
+#include "cohort/ops/torch_runtime.hpp"
 #include "cohort/slurm/version.hpp"
-#include "cohort/train/torch_runtime.hpp"
 #include "command.hpp"
+#include "options.hpp"
 
 namespace po = boost::program_options;
 using nlohmann::json;
@@ -56,36 +56,16 @@ json build_report(const env::Topology& topology, const std::optional<comm::NodeL
   report["cohort_version"] = COHORT_VERSION;
   report["hostname"] = env::hostname();
   report["online_cpus"] = env::online_cpus();
-  if (layout) {
-    report["mpi_layout"] = {{"hosts", layout->hosts},
-                            {"launcher_nodes_per_host", layout->launcher_nodes_per_host}};
-  }
+  if (layout) report["mpi_layout"] = comm::to_json(*layout);
   json backends = json::array();
-  for (const auto& b : comm::backend_info()) {
-    backends.push_back({{"name", b.name},
-                        {"compiled", b.compiled},
-                        {"version", b.version},
-                        {"devices", b.devices},
-                        {"detail", b.detail},
-                        {"cuda", b.cuda}});
-  }
+  for (const auto& b : comm::backend_info()) backends.push_back(comm::to_json(b));
   report["backends"] = backends;
-  const auto torch = train::torch_runtime();
-  report["torch"] = {{"version", torch.version},
-                     {"library", torch.library},
-                     {"intra_op_threads", torch.intra_op_threads},
-                     {"inter_op_threads", torch.inter_op_threads},
-                     {"cuda_available", torch.cuda_available}};
-  const auto onednn = env::onednn_info();
-  report["onednn"] = {{"version", onednn.version},
-                      {"library", onednn.library},
-                      {"isa", onednn.isa},
-                      {"convolutions", torch.onednn_convolutions ? "on" : "off"},
-                      {"known_wrong", env::onednn_convolutions_wrong(onednn)}};
+  const auto torch = ops::torch_runtime();
+  report["torch"] = ops::to_json(torch);
+  report["onednn"] = env::to_json(env::onednn_info(), torch.onednn_convolutions);
   report["hdf5"] = {{"version", io::hdf5_library_version()}};
   report["libslurm"] = libslurm_report(topology);
-  const auto blas = env::blas_info();
-  report["blas"] = {{"vendor", blas.vendor}, {"library", blas.library}, {"detail", blas.detail}};
+  report["blas"] = env::to_json(env::blas_info());
   return report;
 }
 
@@ -94,33 +74,46 @@ std::string text_or_dash(const json& value) {
   return value.is_string() ? value.get<std::string>() : value.dump();
 }
 
+// One "  key<padding>value" line of the text.
+void row(std::ostringstream& out, const char* key, const std::string& value) {
+  out << "  " << key << std::string(20 - std::string(key).size(), ' ') << value << "\n";
+}
+
+// The libraries' lines: the communication backends, LibTorch, oneDNN, HDF5, libslurm, BLAS.
+void describe_libraries(const json& r, std::ostringstream& out);
+
 std::string describe(const json& r) {
   std::ostringstream out;
-  auto row = [&](const char* key, const std::string& value) {
-    out << "  " << key << std::string(20 - std::string(key).size(), ' ') << value << "\n";
-  };
   out << "cohort " << r["cohort_version"].get<std::string>() << ": rank " << r["rank"] << " of "
       << r["world_size"] << " (" << r["launcher"].get<std::string>() << ")\n";
-  row("local rank / size", r["local_rank"].dump() + " / " + r["local_size"].dump());
-  row("node", r["node_index"].dump() + " of " + r["node_count"].dump() + "  host " +
-                  (r["host"].get<std::string>().empty() ? r["hostname"].get<std::string>()
-                                                        : r["host"].get<std::string>()));
-  row("hosts", env::compress_hostlist(r["hosts"].get<std::vector<std::string>>()));
+  row(out, "local rank / size", r["local_rank"].dump() + " / " + r["local_size"].dump());
+  row(out, "node",
+      r["node_index"].dump() + " of " + r["node_count"].dump() + "  host " +
+          (r["host"].get<std::string>().empty() ? r["hostname"].get<std::string>()
+                                                : r["host"].get<std::string>()));
+  row(out, "hosts", env::compress_hostlist(r["hosts"].get<std::vector<std::string>>()));
   if (!r["slurm"].is_null()) {
     const json& s = r["slurm"];
-    row("slurm job", s["job_id"].get<std::string>() + " step " + text_or_dash(s["step_id"]) +
-                         " array " + text_or_dash(s["array_job_id"]) + "_" +
-                         text_or_dash(s["array_task_id"]) + " restarts " +
-                         s["restart_count"].dump());
+    row(out, "slurm job",
+        s["job_id"].get<std::string>() + " step " + text_or_dash(s["step_id"]) + " array " +
+            text_or_dash(s["array_job_id"]) + "_" + text_or_dash(s["array_task_id"]) +
+            " restarts " + s["restart_count"].dump());
   }
-  row("cpus per task", r["cpus_per_task"] == 0 ? "- (" + r["online_cpus"].dump() + " online)"
-                                               : r["cpus_per_task"].dump());
-  row("gpus",
+  row(out, "cpus per task",
+      r["cpus_per_task"] == 0 ? "- (" + r["online_cpus"].dump() + " online)"
+                              : r["cpus_per_task"].dump());
+  row(out, "gpus",
       r["gpus"].empty() ? "none" : r["gpus"].dump() + " device " + text_or_dash(r["cuda_device"]));
   if (r.contains("mpi_layout")) {
-    row("mpi hosts", r["mpi_layout"]["hosts"].dump() + " (launcher nodes per host " +
-                         r["mpi_layout"]["launcher_nodes_per_host"].dump() + ")");
+    row(out, "mpi hosts",
+        r["mpi_layout"]["hosts"].dump() + " (launcher nodes per host " +
+            r["mpi_layout"]["launcher_nodes_per_host"].dump() + ")");
   }
+  describe_libraries(r, out);
+  return out.str();
+}
+
+void describe_libraries(const json& r, std::ostringstream& out) {
   for (const auto& b : r["backends"]) {
     std::string text = b["detail"].get<std::string>();
     if (b["compiled"].get<bool>()) {
@@ -128,30 +121,30 @@ std::string describe(const json& r) {
              (b["name"] == "mpi" ? "" : b["devices"].dump() + " devices, ") + text;
       if (!b["cuda"].get<std::string>().empty()) text += ", CUDA " + b["cuda"].get<std::string>();
     }
-    row(b["name"].get<std::string>().c_str(), text);
+    row(out, b["name"].get<std::string>().c_str(), text);
   }
-  row("torch", r["torch"]["version"].get<std::string>() + ", " +
-                   r["torch"]["intra_op_threads"].dump() + " intra-op threads (" +
-                   r["torch"]["library"].get<std::string>() + ")");
+  row(out, "torch",
+      r["torch"]["version"].get<std::string>() + ", " + r["torch"]["intra_op_threads"].dump() +
+          " intra-op threads (" + r["torch"]["library"].get<std::string>() + ")");
   const json& dnn = r["onednn"];
-  row("onednn",
+  row(out, "onednn",
       dnn["version"].get<std::string>().empty()
           ? std::string("none visible")
           : dnn["version"].get<std::string>() + ", " + dnn["isa"].get<std::string>() +
                 ", convolutions " + dnn["convolutions"].get<std::string>() +
                 (dnn["known_wrong"].get<bool>() ? " (this release's convolution backward is wrong)"
                                                 : ""));
-  row("hdf5", r["hdf5"]["version"].get<std::string>());
+  row(out, "hdf5", r["hdf5"]["version"].get<std::string>());
   const json& ls = r["libslurm"];
-  row("libslurm",
+  row(out, "libslurm",
       ls["release"].get<std::string>() + " (API " + ls["api"].get<std::string>() + ")" +
           (ls["controller"].is_null() ? std::string()
                                       : ", slurmctld " + ls["controller"].get<std::string>()) +
           (ls["rpc_window"].is_null() ? std::string()
                                       : ", RPC window " + text_or_dash(ls["rpc_window"])));
-  row("blas", r["blas"]["vendor"].get<std::string>() + " (" +
-                  r["blas"]["library"].get<std::string>() + ")");
-  return out.str();
+  row(out, "blas",
+      r["blas"]["vendor"].get<std::string>() + " (" + r["blas"]["library"].get<std::string>() +
+          ")");
 }
 
 std::string describe_all(const std::vector<json>& reports) {
@@ -198,29 +191,6 @@ std::pair<int, int> parse_parallel(const std::string& spec) {
   return {pipeline, tensor};
 }
 
-json layout_json(const env::ParallelLayout& layout, const env::Topology& topology) {
-  json ranks = json::array();
-  for (int r = 0; r < layout.world(); ++r) {
-    const auto c = layout.coords(r);
-    const int node = r / std::max(1, topology.local_size);  // block distribution, as launchers do
-    json entry = {{"rank", r},
-                  {"data", c.data},
-                  {"stage", c.stage},
-                  {"tensor", c.tensor},
-                  {"node", node},
-                  {"data_group", layout.data_group(r)},
-                  {"pipeline_group", layout.pipeline_group(r)},
-                  {"tensor_group", layout.tensor_group(r)}};
-    if (node < static_cast<int>(topology.hosts.size())) entry["host"] = topology.hosts[node];
-    ranks.push_back(entry);
-  }
-  return {{"world", layout.world()},
-          {"data", layout.data()},
-          {"pipeline_stages", layout.stages()},
-          {"tensor", layout.tensor()},
-          {"ranks", ranks}};
-}
-
 // `cohort env --parallel ...`: the data x pipeline x tensor mapping of this job's ranks (or of
 // --world N), printed once. Pure arithmetic: no MPI is started.
 int print_layout(const po::variables_map& vm, const env::Topology& topology) {
@@ -229,7 +199,7 @@ int print_layout(const po::variables_map& vm, const env::Topology& topology) {
   const int per_node = vm.count("world") ? 0 : topology.local_size;
   const auto layout = env::ParallelLayout::make(world, pipeline, tensor, per_node);
   if (topology.rank != 0) return 0;
-  emit(vm.count("json") ? layout_json(layout, topology).dump(2, ' ', true, kJsonReplace) + "\n"
+  emit(vm.count("json") ? env::to_json(layout, topology).dump(2, ' ', true, kJsonReplace) + "\n"
                         : layout.describe());
   return 0;
 }
@@ -243,15 +213,12 @@ int run_env(const std::vector<std::string>& args, int* argc, char*** argv) {
       "parallel", po::value<std::string>(),
       "print the data x pipeline x tensor rank mapping for pipeline=P,tensor=T")(
       "world", po::value<int>(), "with --parallel: this many ranks (default: the job's)");
-  po::variables_map vm;
-  po::store(po::command_line_parser(args).options(options).run(), vm);
-  po::notify(vm);
-  if (vm.count("help")) {
-    std::cout << "usage: cohort env [--json] [--all-ranks] [--parallel pipeline=P,tensor=T "
-                 "[--world N]]\n"
-              << options;
-    return 0;
-  }
+  const auto parsed =
+      parse_or_help(args, options,
+                    "usage: cohort env [--json] [--all-ranks] [--parallel pipeline=P,tensor=T "
+                    "[--world N]]\n");
+  if (!parsed) return 0;
+  const po::variables_map& vm = *parsed;
   env::Topology topology = env::detect(env::Environment::from_process());
   if (vm.count("parallel")) return print_layout(vm, topology);
   std::unique_ptr<comm::MpiSession> session;

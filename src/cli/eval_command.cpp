@@ -11,7 +11,9 @@
 #include "cohort/error.hpp"
 #include "cohort/io/text.hpp"
 #include "cohort/train/checkpoint_eval.hpp"
+#include "cohort/train/json.hpp"
 #include "command.hpp"
+#include "options.hpp"
 
 namespace po = boost::program_options;
 
@@ -19,41 +21,6 @@ namespace cohort::cli {
 namespace {
 
 constexpr std::int64_t kMatrixInText = 20;  // more classes: the matrix is in --json only
-
-nlohmann::json as_json(const train::CheckpointEvalReport& r) {
-  nlohmann::json metrics = nlohmann::json::object();
-  for (const auto& [name, value] : r.result.metrics) metrics[name] = value;
-  nlohmann::json out = {{"format", "cohort-eval"},
-                        {"format_version", 1},
-                        {"model", r.model},
-                        {"step", r.step},
-                        {"data", r.data},
-                        {"task", r.result.task},
-                        {"samples", r.result.samples},
-                        {"per_token", r.result.per_token},
-                        {"loss", r.result.loss},
-                        {"metrics", metrics},
-                        {"ranks", r.ranks},
-                        {"seconds", r.seconds}};
-  if (r.classes() == 0) return out;
-  nlohmann::json classes = nlohmann::json::array(), confusion = nlohmann::json::array();
-  for (std::int64_t c = 0; c < r.classes(); ++c) {
-    const double accuracy = r.class_accuracy(c);
-    nlohmann::json row_of_class = {{"class", c},
-                                   {"name", r.class_names[static_cast<std::size_t>(c)]},
-                                   {"samples", r.class_samples(c)},
-                                   {"correct", r.count(c, c)},
-                                   {"accuracy", nullptr}};
-    if (!std::isnan(accuracy)) row_of_class["accuracy"] = accuracy;  // null: no samples
-    classes.push_back(row_of_class);
-    nlohmann::json row = nlohmann::json::array();
-    for (std::int64_t p = 0; p < r.classes(); ++p) row.push_back(r.count(c, p));
-    confusion.push_back(row);
-  }
-  out["classes"] = classes;
-  out["confusion"] = confusion;
-  return out;
-}
 
 void print_text(const train::CheckpointEvalReport& r) {
   std::printf("eval %s on %s: %lld %s, %d rank(s), %.2f s\n", r.model.c_str(), r.data.c_str(),
@@ -100,21 +67,17 @@ int run_eval(const std::vector<std::string>& args, int* argc, char*** argv) {
                      "the dataset to evaluate on (with its targets)")(
       "batch-size", po::value(&o.batch_size)->default_value(o.batch_size), "samples per forward")(
       "json", "print the metrics, per-class accuracy and confusion matrix as JSON");
-  po::variables_map vm;
-  po::store(po::command_line_parser(args).options(desc).run(), vm);
-  if (vm.count("help")) {
-    std::cout << "usage: cohort launch -n N -- cohort eval --checkpoint DIR|--model FILE "
-                 "--data X.h5 [--json]\n"
-              << desc;
-    return 0;
-  }
-  po::notify(vm);
+  const auto parsed = parse_or_help(args, desc,
+                                    "usage: cohort launch -n N -- cohort eval --checkpoint DIR|"
+                                    "--model FILE --data X.h5 [--json]\n");
+  if (!parsed) return 0;
+  const po::variables_map& vm = *parsed;
   o.model.task = parse_task(task);
   comm::MpiSession session(argc, argv);
   const auto report = train::evaluate_model(o, session);
   if (session.rank() != 0) return 0;
   if (vm.count("json")) {
-    std::cout << as_json(report).dump(2, ' ', true, kJsonReplace) << "\n";
+    std::cout << train::to_json(report).dump(2, ' ', true, kJsonReplace) << "\n";
   } else {
     print_text(report);
   }

@@ -6,7 +6,7 @@
 //   rank's own (launch_record.hpp): a run stopped to be resumed ends 75 here too;
 // - mpirun's paragraph repeating a rank's non-zero exit is left out (launch_output.hpp);
 // - a signal sent to the launcher (kill, a batch system) is passed on to mpirun or srun; to
-//   mpirun, the first stop signal as SIGUSR1 (step_runner.hpp says why).
+//   mpirun, the first stop signal as SIGUSR1 (ops/step_runner.hpp says why).
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -19,12 +19,13 @@
 #include "cohort/env/launch.hpp"
 #include "cohort/env/system_info.hpp"
 #include "cohort/error.hpp"
-#include "cohort/train/config.hpp"
-#include "cohort/train/config_paths.hpp"
+#include "cohort/ops/step_runner.hpp"
+#include "cohort/settings/config.hpp"
+#include "cohort/settings/config_paths.hpp"
 #include "command.hpp"
 #include "launch_output.hpp"
 #include "launch_record.hpp"
-#include "step_runner.hpp"
+#include "options.hpp"
 #include "train_arguments.hpp"
 
 namespace po = boost::program_options;
@@ -41,15 +42,15 @@ void check_train_config(const std::vector<std::string>& command) {
   if (program != "cohort" && program != "cohort-torch") return;
   const auto arguments = parse_train_arguments({command.begin() + 2, command.end()});
   if (arguments.help) return;
-  const auto config = train::Config::load(arguments.file, arguments.overrides);
-  train::check_input_paths(config);
-  train::check_training_outputs(config);
+  const auto config = settings::Config::load(arguments.file, arguments.overrides);
+  settings::check_input_paths(config);
+  settings::check_training_outputs(config);
 }
 
 int run_and_wait(const std::vector<std::string>& argv) {
   LaunchRecord record;
   if (argv.front() != "mpirun") {  // srun's own messages name the task and node: kept
-    const StepEnd end = run_forwarding(argv);
+    const ops::StepEnd end = ops::run_forwarding(argv);
     return record.first_exit().value_or(end.code);
   }
   int fds[2];
@@ -58,8 +59,8 @@ int run_and_wait(const std::vector<std::string>& argv) {
   UniqueFd read_end(fds[0]);
   UniqueFd write_end(fds[1]);
   MpirunStderr output(std::move(read_end), record);
-  const StepEnd end =
-      run_forwarding(argv, std::chrono::seconds(0), std::move(write_end), /*stop_as_usr1=*/true);
+  const ops::StepEnd end = ops::run_forwarding(argv, std::chrono::seconds(0), std::move(write_end),
+                                               /*stop_as_usr1=*/true);
   output.mpirun_ended();
   return record.first_exit().value_or(end.code);
 }
@@ -78,16 +79,15 @@ int run_launch(const std::vector<std::string>& args, int* /*argc*/, char*** /*ar
   all.add(options).add(hidden);
   po::positional_options_description positional;
   positional.add("command", -1);
-  po::variables_map vm;
-  po::store(po::command_line_parser(args).options(all).positional(positional).run(), vm);
-  if (vm.count("help")) {
-    std::cout << "usage: cohort launch -n N [--dry-run] -- COMMAND [ARGS...]\n"
-              << "  srun inside a Slurm allocation, mpirun elsewhere; exits with the first\n"
-              << "  failing rank's code (docs/launcher.md)\n"
-              << options;
-    return 0;
-  }
-  po::notify(vm);
+  // --help shows `options` only: `all` adds the hidden COMMAND that the usage line names.
+  const auto parsed =
+      parse_or_help(args, all,
+                    "usage: cohort launch -n N [--dry-run] -- COMMAND [ARGS...]\n"
+                    "  srun inside a Slurm allocation, mpirun elsewhere; exits with the first\n"
+                    "  failing rank's code (docs/launcher.md)\n",
+                    &positional, &options);
+  if (!parsed) return 0;
+  const po::variables_map& vm = *parsed;
   launch.running_as_root = geteuid() == 0;
   launch.cores = env::online_cpus();
   const auto argv = env::launch_argv(env::detect(env::Environment::from_process()), launch);

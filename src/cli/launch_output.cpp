@@ -47,7 +47,7 @@ void write_lines(const std::vector<std::string>& lines) {
 std::vector<std::string> ParagraphFilter::line(const std::string& text,
                                                const std::function<bool()>& drop) {
   if (!in_block_) {
-    // The launcher passed a stop signal on as SIGUSR1 (step_runner.hpp): mpirun's note of it
+    // The launcher passed a stop signal on as SIGUSR1 (ops/step_runner.hpp): mpirun's note of it
     // would name a signal the user never sent.
     if (text.rfind("mpirun: Forwarding signal ", 0) == 0) return {};
     if (!is_frame(text)) return {text};
@@ -74,7 +74,7 @@ std::vector<std::string> ParagraphFilter::finish() {
 MpirunStderr::MpirunStderr(UniqueFd from, const LaunchRecord& record)
     : from_(std::move(from)), record_(record) {
   // The reader takes no signal: a SIGTERM for the launcher must reach the thread that passes it
-  // on (step_runner.hpp), not end the process here. Its mask is inherited from this one's.
+  // on (ops/step_runner.hpp), not end the process here. Its mask is inherited from this one's.
   sigset_t all, previous;
   sigfillset(&all);
   pthread_sigmask(SIG_BLOCK, &all, &previous);

@@ -8,8 +8,10 @@
 #include "cohort/comm/mpi_session.hpp"
 #include "cohort/error.hpp"
 #include "cohort/io/dtype.hpp"
+#include "cohort/train/json.hpp"
 #include "cohort/train/predict.hpp"
 #include "command.hpp"
+#include "options.hpp"
 
 namespace po = boost::program_options;
 
@@ -27,11 +29,11 @@ void add_model_source_options(po::options_description& desc, train::ModelSource&
       "--model: auto | classification | regression | multilabel | language_model");
 }
 
-train::TaskKind parse_task(const std::string& text) {
-  for (const auto kind :
-       {train::TaskKind::kAuto, train::TaskKind::kClassification, train::TaskKind::kRegression,
-        train::TaskKind::kMultilabel, train::TaskKind::kLanguageModel}) {
-    if (train::to_string(kind) == text) return kind;
+settings::TaskKind parse_task(const std::string& text) {
+  for (const auto kind : {settings::TaskKind::kAuto, settings::TaskKind::kClassification,
+                          settings::TaskKind::kRegression, settings::TaskKind::kMultilabel,
+                          settings::TaskKind::kLanguageModel}) {
+    if (settings::to_string(kind) == text) return kind;
   }
   COHORT_THROW(UsageError, "--task: '", text,
                "' is not one of auto, classification, regression, multilabel, language_model");
@@ -50,31 +52,17 @@ int run_predict(const std::vector<std::string>& args, int* argc, char*** argv) {
       "batch-size", po::value(&o.batch_size)->default_value(o.batch_size), "samples per forward")(
       "delay-ms", po::value(&o.delay_ms)->default_value(0),
       "testing: sleep this long after each batch")("json", "print the summary as JSON");
-  po::variables_map vm;
-  po::store(po::command_line_parser(args).options(desc).run(), vm);
-  if (vm.count("help")) {
-    std::cout << "usage: cohort launch -n N -- cohort predict --checkpoint DIR|--model FILE "
-                 "--data X.h5 --out preds.h5\n"
-              << desc;
-    return 0;
-  }
-  po::notify(vm);
+  const auto parsed = parse_or_help(args, desc,
+                                    "usage: cohort launch -n N -- cohort predict --checkpoint DIR|"
+                                    "--model FILE --data X.h5 --out preds.h5\n");
+  if (!parsed) return 0;
+  const po::variables_map& vm = *parsed;
   o.model.task = parse_task(task);
   comm::MpiSession session(argc, argv);
   const auto s = train::predict(o, session);
   if (session.rank() != 0) return 0;
-  const double per_s = s.seconds > 0 ? static_cast<double>(s.samples) / s.seconds : 0;
   if (vm.count("json")) {
-    nlohmann::json out = {{"out", s.out},
-                          {"model", s.model},
-                          {"task", s.task},
-                          {"samples", s.samples},
-                          {"output_shape", s.output_shape},
-                          {"argmax", s.argmax},
-                          {"ranks", s.ranks},
-                          {"seconds", s.seconds},
-                          {"samples_per_s", per_s}};
-    std::cout << out.dump(2, ' ', true, kJsonReplace) << "\n";
+    std::cout << train::to_json(s).dump(2, ' ', true, kJsonReplace) << "\n";
     return 0;
   }
   std::printf("%s: %lld samples (%s, outputs %s per sample%s) from %s, %d rank(s), %.1f s\n",

@@ -18,9 +18,10 @@
 #include "cohort/io/output.hpp"
 #include "cohort/io/terminal.hpp"
 #include "cohort/monitor/report.hpp"
-#include "cohort/train/config.hpp"
+#include "cohort/settings/config.hpp"
 #include "cohort/train/monitoring.hpp"
 #include "command.hpp"
+#include "options.hpp"
 
 namespace po = boost::program_options;
 
@@ -32,7 +33,7 @@ monitor::Thresholds run_thresholds(const std::string& dir) {
   const std::string ini = dir + "/config.resolved.ini";
   if (!std::filesystem::exists(ini)) return monitor::Thresholds{};
   try {
-    return train::diagnosis_thresholds(train::Config::load(ini, {}).monitor);
+    return train::diagnosis_thresholds(settings::Config::load(ini, {}).monitor);
   } catch (const ConfigError& e) {  // another version's file: the figures are still readable
     std::fprintf(stderr, "cohort: warning: %s; the diagnosis uses the default thresholds\n",
                  e.what());
@@ -46,10 +47,7 @@ po::variables_map parse(const std::vector<std::string>& args, po::options_descri
                                                  "the run directory");
   po::positional_options_description positional;
   positional.add("run-dir", 1);
-  po::variables_map vm;
-  po::store(po::command_line_parser(args).options(desc).positional(positional).run(), vm);
-  po::notify(vm);
-  return vm;
+  return parse_options(args, desc, &positional).vm;
 }
 
 double unix_now() {
@@ -93,17 +91,8 @@ int run_report(const std::vector<std::string>& args, int*, char***) {
   }
   const auto findings = monitor::rediagnose(history, thresholds);
   if (vm.count("json")) {
-    nlohmann::json j = {{"report", output},
-                        {"steps", history.steps.empty() ? 0 : history.steps.back().step},
-                        {"summaries", history.summaries.size()},
-                        {"events", history.events.size()},
-                        {"bad_lines", history.bad_lines},
-                        {"findings", nlohmann::json::array()}};
-    for (const auto& f : findings) {
-      j["findings"].push_back(
-          {{"rule", f.rule}, {"step", f.step}, {"rank", f.rank}, {"message", f.message}});
-    }
-    std::cout << j.dump(2, ' ', true, kJsonReplace) << "\n";
+    std::cout << monitor::report_json(output, history, findings).dump(2, ' ', true, kJsonReplace)
+              << "\n";
     return 0;
   }
   std::cout << "report: " << output << "\n";

@@ -10,14 +10,17 @@
 #include <iostream>
 
 #include "cohort/env/environment.hpp"
+#include "cohort/env/system_info.hpp"
 #include "cohort/error.hpp"
 #include "cohort/io/files.hpp"
 #include "cohort/io/input.hpp"
 #include "cohort/io/output.hpp"
+#include "cohort/ops/decisions.hpp"
+#include "cohort/ops/supervision.hpp"
+#include "cohort/settings/config.hpp"
 #include "cohort/slurm/submit.hpp"
-#include "cohort/train/config.hpp"
 #include "command.hpp"
-#include "requeue.hpp"
+#include "options.hpp"
 
 namespace po = boost::program_options;
 
@@ -32,15 +35,14 @@ int requeue(const std::vector<std::string>& args) {
                                                  "the training's INI file (its [slurm] keys)")(
       "set", po::value(&overrides)->composing(), "override: section.key=value (repeatable)")(
       "reason", po::value(&reason), "what happened, for the log line");
-  po::variables_map vm;
-  po::store(po::command_line_parser(args).options(desc).run(), vm);
-  if (vm.count("help")) {
-    std::cout << "usage: cohort slurm requeue --config FILE [--set k=v ...] [--reason TEXT]\n"
-              << desc;
-    return 0;
-  }
-  po::notify(vm);
-  return requeue_after_failure(train::Config::load(file, overrides), reason);
+  const auto parsed = parse_or_help(
+      args, desc, "usage: cohort slurm requeue --config FILE [--set k=v ...] [--reason TEXT]\n");
+  if (!parsed) return 0;
+  const auto config = settings::Config::load(file, overrides);
+  const auto outcome = ops::requeue_after_failure(config, reason, env::Environment::from_process());
+  std::printf("%s\n", outcome.line.c_str());
+  std::fflush(stdout);
+  return ops::requeue_exit(outcome);
 }
 
 // A job script template larger than this is refused before it is read.
@@ -50,9 +52,9 @@ constexpr std::int64_t kMaxTemplateBytes = std::int64_t{1} << 20;
 // source tree this binary was built from.
 std::string default_template() {
   std::error_code error;
-  const auto exe = std::filesystem::read_symlink("/proc/self/exe", error);
+  const std::filesystem::path exe = env::executable_path().value_or("");
   const auto installed = exe.parent_path().parent_path() / "share/cohort/sbatch/train.sbatch";
-  if (!error && std::filesystem::exists(installed, error)) return installed.string();
+  if (!exe.empty() && std::filesystem::exists(installed, error)) return installed.string();
   return std::string(COHORT_SOURCE_DIR) + "/sbatch/train.sbatch";
 }
 
@@ -80,16 +82,13 @@ int run_submit(const std::vector<std::string>& args, int*, char***) {
       "template", path_value(&template_path, PathKind::kFile),
       "job script template (default: sbatch/train.sbatch)")(
       "dry-run", "print the script instead of submitting it");
-  po::variables_map vm;
-  po::store(po::command_line_parser(args).options(desc).run(), vm);
-  if (vm.count("help")) {
-    std::cout << "usage: cohort submit --config FILE [--set k=v ...] --nodes N "
-                 "--tasks-per-node T [--gpus-per-node G] [--time HH:MM:SS] [--dry-run]\n"
-              << desc;
-    return 0;
-  }
-  po::notify(vm);
-  const auto config = train::Config::load(o.config, o.overrides);  // a bad one fails here
+  const auto parsed =
+      parse_or_help(args, desc,
+                    "usage: cohort submit --config FILE [--set k=v ...] --nodes N "
+                    "--tasks-per-node T [--gpus-per-node G] [--time HH:MM:SS] [--dry-run]\n");
+  if (!parsed) return 0;
+  const po::variables_map& vm = *parsed;
+  const auto config = settings::Config::load(o.config, o.overrides);  // a bad one fails here
   o.config = std::filesystem::absolute(o.config).string();
   const std::string script = slurm::render_job_script(read_text(template_path), o);
   if (vm.count("dry-run")) {

@@ -4,7 +4,7 @@
 #include <vector>
 
 #include "cohort/error.hpp"
-#include "cohort/train/torch_runtime.hpp"
+#include "cohort/ops/torch_runtime.hpp"
 #include "command.hpp"
 
 namespace cohort::cli {
@@ -34,7 +34,7 @@ int dispatch(int argc, char** argv) {
   COHORT_CHECK(needs_torch(args) || config_check, UsageError,
                "cohort-torch runs only the commands that need LibTorch; run: cohort ",
                args.empty() ? std::string("help") : args.front());
-  train::guard_convolutions();  // before any convolution; `cohort env` reports it
+  ops::guard_convolutions();  // before any convolution; `cohort env` reports it
   for (const auto& entry : kEntries) {
     if (args.front() == entry.command) {
       return entry.run(std::vector<std::string>(args.begin() + 1, args.end()), &argc, &argv);

@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "command.hpp"
+#include "options.hpp"
 
 namespace po = boost::program_options;
 
@@ -19,19 +20,17 @@ TrainArguments parse_train_arguments(const std::vector<std::string>& args) {
       "plugin", path_value(&plugins, PathKind::kFile)->composing(),
       "a shared library of models: --set model.library=LIB (repeatable: a list)")(
       "json", "print the summary as JSON");
-  po::variables_map vm;
   po::positional_options_description positional;  // `cohort train job.ini` as --config
   positional.add("config", 1);
-  po::store(po::command_line_parser(args).options(desc).positional(positional).run(), vm);
-  out.help = vm.count("help") != 0;
+  const ParsedOptions parsed = parse_options(args, desc, &positional);
+  out.help = parsed.help;
   if (out.help) {
     std::ostringstream text;
     text << "usage: cohort launch -n N -- cohort train --config FILE [--set k=v ...]\n" << desc;
     out.help_text = text.str();
     return out;
   }
-  po::notify(vm);
-  out.json = vm.count("json") != 0;
+  out.json = parsed.vm.count("json") != 0;
   for (auto& item : plugin_overrides(plugins)) out.overrides.push_back(std::move(item));
   return out;
 }

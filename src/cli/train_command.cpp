@@ -7,15 +7,15 @@
 #include <thread>
 
 #include "cohort/comm/allocator.hpp"
-#include "cohort/comm/faults.hpp"
 #include "cohort/comm/mpi_session.hpp"
 #include "cohort/env/environment.hpp"
 #include "cohort/env/system_info.hpp"
 #include "cohort/env/topology.hpp"
 #include "cohort/error.hpp"
-#include "cohort/train/config.hpp"
-#include "cohort/train/config_paths.hpp"
-#include "cohort/train/supervision.hpp"
+#include "cohort/ops/supervision.hpp"
+#include "cohort/settings/config.hpp"
+#include "cohort/settings/config_paths.hpp"
+#include "cohort/train/json.hpp"
 #include "cohort/train/trainer.hpp"
 #include "command.hpp"
 #include "launch_record.hpp"
@@ -25,29 +25,17 @@ namespace cohort::cli {
 
 namespace {
 
-// Trains; a device fault (train::is_device_fault) is the node's, not the run's: it is reported
-// for the supervisor (which excludes the node) and ends every rank now with 78, instead of
-// leaving the others in a collective until the watchdog. Any other error goes on to main.
-train::TrainSummary run_reporting_node_faults(const train::Config& config,
+// Trains; what ends the training on this rank goes through ops::on_training_failure (a device
+// fault ends every rank now with 78, reported for the supervisor), then on to main.
+train::TrainSummary run_reporting_node_faults(const settings::Config& config,
                                               const env::Topology& topology,
                                               comm::MpiSession& session, bool json) {
   try {
     train::Trainer trainer(config, session, env::to_string(topology.launcher));
     return trainer.run(json ? stderr : stdout);
   } catch (const std::exception& e) {
-    if (!train::is_device_fault(e)) {
-      // LibTorch's out-of-memory or invalid device ordinal: the job's settings (exit 2), not a bug.
-      if (dynamic_cast<const Error*>(&e) == nullptr &&
-          comm::classify_message(e.what()) == comm::FaultClass::kConfiguration) {
-        throw ConfigError(e.what());
-      }
-      throw;
-    }
-    const std::string node = topology.host.empty() ? env::hostname() : topology.host;
-    train::report_node_fault(config, node, std::string("device fault: ") + e.what());
-    std::fprintf(stderr, "cohort: error: rank %d on node %s: device fault: %s\n", session.rank(),
-                 node.c_str(), e.what());
-    session.abort(static_cast<int>(ExitCode::kNodeFault));
+    ops::on_training_failure(config, topology, session, e);
+    throw;
   }
 }
 
@@ -60,9 +48,9 @@ int run_train(const std::vector<std::string>& args, int* argc, char*** argv) {
     return 0;
   }
   const auto config =
-      train::Config::load(arguments.file, arguments.overrides);  // before MPI: errors come fast
-  train::check_input_paths(config);
-  train::check_training_outputs(config);
+      settings::Config::load(arguments.file, arguments.overrides);  // before MPI: errors come fast
+  settings::check_input_paths(config);
+  settings::check_training_outputs(config);
   comm::tune_allocator(config.train.malloc_tuning);  // before anything allocates much
   const auto topology = env::detect(env::Environment::from_process());  // before MPI_Init
   if (config.debug.start_delay_rank == topology.rank) {
@@ -77,30 +65,8 @@ int run_train(const std::vector<std::string>& args, int* argc, char*** argv) {
   // in their finalize, after which nothing would say it.
   record_exit_code(code);
   if (session.rank() != 0) return code;
-  nlohmann::json out = {{"steps", s.steps},
-                        {"epochs", s.epochs},
-                        {"ranks", s.ranks},
-                        {"threads_per_rank", s.threads},
-                        {"blas_threads_per_rank", s.blas_threads},
-                        {"malloc_tuning", s.malloc_tuning},
-                        {"launcher", s.launcher},
-                        {"last_loss", s.last_loss},
-                        {"seconds", s.seconds},
-                        {"samples_per_s", s.samples_per_s},
-                        {"steady_samples_per_s", s.steady_samples_per_s},
-                        {"stop_reason", train::stop_reason_text(s)},
-                        {"resumable", s.resumable},
-                        {"config_hash", s.config_hash}};
-  if (s.evaluated) {
-    out["eval"] = {{"loss", s.eval.loss},
-                   {"accuracy", s.eval.accuracy},
-                   {"perplexity", s.eval.perplexity},
-                   {"samples", s.eval.samples},
-                   {"task", s.eval.task}};
-    for (const auto& [name, value] : s.eval.metrics) out["eval"][name] = value;
-  }
   if (arguments.json) {
-    std::cout << out.dump(2, ' ', true, kJsonReplace) << "\n";
+    std::cout << train::to_json(s).dump(2, ' ', true, kJsonReplace) << "\n";
     return code;
   }
   std::printf(
@@ -108,7 +74,7 @@ int run_train(const std::vector<std::string>& args, int* argc, char*** argv) {
       static_cast<long long>(s.steps), static_cast<long long>(s.epochs), s.ranks, s.threads,
       s.seconds, s.samples_per_s, train::stop_reason_text(s).c_str());
   if (s.evaluated) {
-    std::printf("final eval: %s on %lld %s\n", train::eval_text(s.eval).c_str(),
+    std::printf("final eval: %s on %lld %s\n", models::eval_text(s.eval).c_str(),
                 static_cast<long long>(s.eval.samples), s.eval.per_token ? "tokens" : "samples");
   }
   return code;

@@ -1,5 +1,7 @@
 #include "cohort/comm/backend_info.hpp"
 
+#include <nlohmann/json.hpp>
+
 #include "cohort/comm/mpi_session.hpp"
 #include "nccl/nccl_info.hpp"
 
@@ -12,6 +14,11 @@ std::vector<BackendInfo> backend_info() {
   mpi.version = MpiSession::library_version();
   mpi.detail = "CPU tensors";
   return {mpi, nccl::info()};
+}
+
+nlohmann::json to_json(const BackendInfo& b) {
+  return {{"name", b.name},       {"compiled", b.compiled}, {"version", b.version},
+          {"devices", b.devices}, {"detail", b.detail},     {"cuda", b.cuda}};
 }
 
 }  // namespace cohort::comm

@@ -6,7 +6,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <nlohmann/json.hpp>
 
+#include "common/stats.hpp"
 #include "mpi/mpi_check.hpp"
 #include "mpi/mpi_session_impl.hpp"
 
@@ -15,10 +17,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[v.size() / 2];
-}
+using stats::median;
 
 template <typename F>
 double time_ms(F&& f) {
@@ -117,6 +116,26 @@ std::vector<AllreduceBenchRow> bench_allreduce(Communicator& comm, const MpiSess
     rows.push_back(row);
   }
   return rows;
+}
+
+nlohmann::json to_json(const std::vector<AllreduceBenchRow>& rows, int ranks,
+                       const std::string& backend, const char* malloc_tuning) {
+  using nlohmann::json;
+  json out = {{"ranks", ranks},
+              {"backend", backend},
+              {"malloc_tuning", malloc_tuning},
+              {"rows", json::array()}};
+  for (const auto& r : rows) {
+    out["rows"].push_back({{"bytes", r.bytes},
+                           {"iterations", r.iterations},
+                           {"cohort_ms", r.cohort_ms},
+                           {"cohort_async_ms", r.cohort_async_ms},
+                           {"raw_mpi_ms", r.raw_ms},
+                           {"algbw_gbs", r.algbw_gbs},
+                           {"busbw_gbs", r.busbw_gbs},
+                           {"ratio_vs_raw", r.ratio}});
+  }
+  return out;
 }
 
 }  // namespace cohort::comm

@@ -1,5 +1,7 @@
 #include "cohort/data/batch_plan.hpp"
 
+#include <nlohmann/json.hpp>
+
 #include "cohort/error.hpp"
 
 namespace cohort::data {
@@ -26,6 +28,13 @@ BatchPlan plan_batches(const std::string& path, std::int64_t size, std::int64_t 
   plan.batches_per_epoch = drop_last_batch ? plan.samples_per_rank / batch_size
                                            : (plan.samples_per_rank + batch_size - 1) / batch_size;
   return plan;
+}
+
+nlohmann::json to_json(const BatchPlan& plan, int ranks, std::int64_t batch_size) {
+  return {{"ranks", ranks},
+          {"batch_size", batch_size},
+          {"samples_per_rank", plan.samples_per_rank},
+          {"batches_per_epoch", plan.batches_per_epoch}};
 }
 
 }  // namespace cohort::data

@@ -13,6 +13,7 @@
 #include <cstring>
 #include <filesystem>
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <thread>
 
 #include "cohort/comm/allocator.hpp"
@@ -22,6 +23,7 @@
 #include "cohort/error.hpp"
 #include "cohort/io/checksum.hpp"
 #include "cohort/io/files.hpp"
+#include "common/stats.hpp"
 #include "data/batch_pieces.hpp"
 
 namespace cohort::data {
@@ -35,10 +37,7 @@ double seconds_of(const std::function<void()>& work) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-double median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  return values[values.size() / 2];
-}
+using stats::median;
 
 // read(2) of every file start to end in 8 MiB blocks: the baseline.
 std::int64_t raw_read(const std::vector<std::string>& files, std::vector<char>& buffer) {
@@ -331,6 +330,31 @@ IoBenchResult bench_io(const IoBenchOptions& o) {
       "on the host; this machine is a VM whose host caches the virtual disk as well, so a read "
       "here never reaches a cold device.";
   return result;
+}
+
+nlohmann::json to_json(const IoBenchResult& r, const IoBenchOptions& o) {
+  using nlohmann::json;
+  json out = {{"dataset", r.dataset},  {"samples", r.samples},       {"file_bytes", r.file_bytes},
+              {"batch", o.batch},      {"compute_ms", r.compute_ms}, {"cache", r.cache_note},
+              {"rows", json::array()}, {"wait", json::array()}};
+  for (const auto& row : r.rows) {
+    out["rows"].push_back({{"name", row.name},
+                           {"seconds", row.seconds},
+                           {"mib_per_s", row.mb_per_s},
+                           {"samples_per_s", row.samples_per_s},
+                           {"ratio_vs_raw", row.ratio_vs_raw},
+                           {"ratio_vs_pieces", row.ratio_vs_pieces},
+                           {"ratio_vs_pieces_2_threads", row.ratio_vs_pieces_2t}});
+  }
+  for (const auto& w : r.waits) {
+    out["wait"].push_back({{"prefetch", w.prefetch},
+                           {"caller_reads", w.caller_reads},
+                           {"own_reads", w.own_reads},
+                           {"step_ms", w.step_ms},
+                           {"wait_ms", w.wait_ms},
+                           {"wait_share", w.wait_share}});
+  }
+  return out;
 }
 
 }  // namespace cohort::data

@@ -4,6 +4,7 @@
 
 #include <array>
 #include <cstdio>
+#include <nlohmann/json.hpp>
 #include <utility>
 
 #include "cohort/env/system_info.hpp"
@@ -70,6 +71,14 @@ OneDnnInfo onednn_info() {
 
 bool onednn_convolutions_wrong(const OneDnnInfo& info) {
   return info.major == 3 && info.minor == 7;
+}
+
+nlohmann::json to_json(const OneDnnInfo& info, bool convolutions) {
+  return {{"version", info.version},
+          {"library", info.library},
+          {"isa", info.isa},
+          {"convolutions", convolutions ? "on" : "off"},
+          {"known_wrong", onednn_convolutions_wrong(info)}};
 }
 
 }  // namespace cohort::env

@@ -9,9 +9,11 @@
 #include <cstddef>
 #include <cstdlib>
 #include <ctime>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 
@@ -68,6 +70,10 @@ BlasInfo blas_info() {
   return info;
 }
 
+nlohmann::json to_json(const BlasInfo& info) {
+  return {{"vendor", info.vendor}, {"library", info.library}, {"detail", info.detail}};
+}
+
 int set_blas_threads(int threads) {
   using SetFn = void (*)(int);
   using GetFn = int (*)();
@@ -92,6 +98,13 @@ std::string hostname() {
   std::array<char, 256> buffer{};
   if (gethostname(buffer.data(), buffer.size() - 1) != 0) return "unknown";
   return buffer.data();
+}
+
+std::optional<std::string> executable_path() {
+  std::error_code error;
+  const auto path = std::filesystem::read_symlink("/proc/self/exe", error);
+  if (error || path.empty()) return std::nullopt;
+  return path.string();
 }
 
 int online_cpus() {

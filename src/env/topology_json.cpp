@@ -1,5 +1,7 @@
 #include "cohort/env/topology_json.hpp"
 
+#include <algorithm>
+
 namespace cohort::env {
 namespace {
 
@@ -38,6 +40,30 @@ nlohmann::json to_json(const Topology& t) {
     j["slurm"] = nullptr;
   }
   return j;
+}
+
+nlohmann::json to_json(const ParallelLayout& layout, const Topology& topology) {
+  using nlohmann::json;
+  json ranks = json::array();
+  for (int r = 0; r < layout.world(); ++r) {
+    const auto c = layout.coords(r);
+    const int node = r / std::max(1, topology.local_size);  // block distribution, as launchers do
+    json entry = {{"rank", r},
+                  {"data", c.data},
+                  {"stage", c.stage},
+                  {"tensor", c.tensor},
+                  {"node", node},
+                  {"data_group", layout.data_group(r)},
+                  {"pipeline_group", layout.pipeline_group(r)},
+                  {"tensor_group", layout.tensor_group(r)}};
+    if (node < static_cast<int>(topology.hosts.size())) entry["host"] = topology.hosts[node];
+    ranks.push_back(entry);
+  }
+  return {{"world", layout.world()},
+          {"data", layout.data()},
+          {"pipeline_stages", layout.stages()},
+          {"tensor", layout.tensor()},
+          {"ranks", ranks}};
 }
 
 }  // namespace cohort::env

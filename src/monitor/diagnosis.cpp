@@ -4,8 +4,10 @@
 #include <cmath>
 #include <cstdio>
 #include <iterator>
+#include <nlohmann/json.hpp>
 #include <utility>
 
+#include "common/stats.hpp"
 #include "format.hpp"
 
 namespace cohort::monitor {
@@ -15,14 +17,11 @@ std::string steps(const Summary& s) {
   return "steps " + std::to_string(s.first_step) + "-" + std::to_string(s.step);
 }
 
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 }  // namespace
+
+nlohmann::json to_json(const Finding& f) {
+  return {{"rule", f.rule}, {"step", f.step}, {"rank", f.rank}, {"message", f.message}};
+}
 
 Diagnoser::Diagnoser(Thresholds thresholds, std::vector<std::string> hosts)
     : t_(thresholds), hosts_(std::move(hosts)) {}
@@ -147,7 +146,7 @@ void Diagnoser::comm_rule(const Summary& s, bool warm, std::vector<Finding>& out
 }
 
 void Diagnoser::straggler_rule(const Summary& s, std::vector<Finding>& out) {
-  const double mid = median(s.rank_busy);
+  const double mid = stats::interpolated_median(s.rank_busy);
   const int slow = s.slowest_rank;
   const double busy = slow < static_cast<int>(s.rank_busy.size()) ? s.rank_busy[slow] : 0;
   const bool slower = s.ranks > 1 && mid > 0 && busy > mid * (1 + t_.straggler_margin);

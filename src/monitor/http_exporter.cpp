@@ -17,6 +17,7 @@
 
 #include "cohort/config.hpp"
 #include "cohort/env/environment.hpp"
+#include "cohort/env/system_info.hpp"
 #include "cohort/error.hpp"
 #include "cohort/io/unique_fd.hpp"
 
@@ -29,9 +30,8 @@ namespace {
 std::string exporter_path() {
   if (auto set = env::Environment::from_process().get("COHORT_EXPORTER")) return *set;
   std::error_code error;
-  const auto self = std::filesystem::read_symlink("/proc/self/exe", error);
-  if (!error) {
-    const auto near = self.parent_path() / "cohort-exporter";
+  if (const auto self = env::executable_path()) {
+    const auto near = std::filesystem::path(*self).parent_path() / "cohort-exporter";
     if (std::filesystem::exists(near, error)) return near.string();
   }
   const std::string installed = std::string(COHORT_INSTALL_BINDIR) + "/cohort-exporter";

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <nlohmann/json.hpp>
 
 #include "format.hpp"
 #include "svg.hpp"
@@ -168,6 +169,18 @@ std::vector<Finding> rediagnose(const RunHistory& h, const Thresholds& threshold
   // Host names and event text come from the run's files; the findings go to terminals.
   for (auto& f : out) f.message = printable(f.message);
   return out;
+}
+
+nlohmann::json report_json(const std::string& report, const RunHistory& history,
+                           const std::vector<Finding>& findings) {
+  nlohmann::json j = {{"report", report},
+                      {"steps", history.steps.empty() ? 0 : history.steps.back().step},
+                      {"summaries", history.summaries.size()},
+                      {"events", history.events.size()},
+                      {"bad_lines", history.bad_lines},
+                      {"findings", nlohmann::json::array()}};
+  for (const auto& f : findings) j["findings"].push_back(to_json(f));
+  return j;
 }
 
 std::string render_report(const RunHistory& h, const Thresholds& thresholds,

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <nlohmann/json.hpp>
 #include <thread>
 
 #include "cohort/error.hpp"
@@ -105,6 +106,22 @@ std::vector<PipelineBenchRow> bench_pipeline(comm::Communicator& world,
     for (const int m : o.micro_batches) rows.push_back(run_case(world, o, schedule, m, layers));
   }
   return rows;
+}
+
+nlohmann::json to_json(const std::vector<PipelineBenchRow>& rows,
+                       const PipelineBenchOptions& options, int stages) {
+  using nlohmann::json;
+  json out = json::array();
+  for (const auto& r : rows) {
+    out.push_back({{"schedule", to_string(r.schedule)},
+                   {"stages", stages},
+                   {"micro_batches", r.micro_batches},
+                   {"bubble_theory", r.theory},
+                   {"bubble_measured", r.measured},
+                   {"step_ms", r.step_ms},
+                   {"peak_in_flight", r.peak_in_flight}});
+  }
+  return {{"work", options.work}, {"rows", out}};
 }
 
 }  // namespace cohort::pipeline

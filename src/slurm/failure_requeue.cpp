@@ -108,7 +108,9 @@ FailureRequeue requeue_after_failure(const FailureRequeueOptions& o, const std::
                                      const env::Environment& environment) {
   const auto job = current_job(environment);
   std::string line = reason + ": ";
-  if (const auto loop = crash_loop_text(o, job); !loop.empty()) return {false, line + loop};
+  if (const auto loop = crash_loop_text(o, job); !loop.empty()) {
+    return {/*requeued=*/false, /*crash_loop=*/true, line + loop};
+  }
   const bool would = requeue_within_budget(job, o.budgets, o.cause, /*act=*/false).requeued;
   const auto failed = would ? lost_nodes(o, environment) : std::vector<FailedNode>{};
   const std::string at = o.at.step >= 0 ? " at step " + std::to_string(o.at.step) : "";
@@ -123,7 +125,7 @@ FailureRequeue requeue_after_failure(const FailureRequeueOptions& o, const std::
   const auto outcome = requeue_within_budget(job, o.budgets, o.cause, /*act=*/true, o.at);
   line += outcome.text;
   if (outcome.requeued) line += exclude(o.max_excluded_nodes, job.job_id, failed) + o.after_requeue;
-  return {outcome.requeued, line};
+  return {outcome.requeued, /*crash_loop=*/false, line};
 }
 
 }  // namespace cohort::slurm

@@ -13,8 +13,8 @@
 #include "cohort/comm/factory.hpp"
 #include "cohort/comm/mpi_session.hpp"
 #include "cohort/error.hpp"
+#include "models/task.hpp"
 #include "train/inference.hpp"
-#include "train/task.hpp"
 
 namespace cohort::train {
 namespace {

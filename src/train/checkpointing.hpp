@@ -40,10 +40,10 @@
 #include "cohort/ckpt/checkpoint.hpp"
 #include "cohort/comm/communicator.hpp"
 #include "cohort/data/loader.hpp"
+#include "cohort/models/model.hpp"
 #include "cohort/pipeline/tensor_parallel.hpp"
-#include "cohort/train/config.hpp"
+#include "cohort/settings/config.hpp"
 #include "cohort/train/metric_watch.hpp"
-#include "cohort/train/model.hpp"
 
 namespace cohort::comm {
 class MpiSession;

@@ -9,15 +9,36 @@
 #include "cohort/data/reader.hpp"
 #include "cohort/data/transform.hpp"
 #include "cohort/error.hpp"
+#include "models/task.hpp"
 #include "train/parallelism.hpp"
 #include "train/step.hpp"
-#include "train/task.hpp"
 
 namespace cohort::train {
 
 void broadcast_buffers(torch::nn::Module& model, comm::Communicator& comm) {
   for (auto& buffer : model.buffers()) comm.broadcast_async(buffer, 0)->wait();
 }
+
+namespace {
+
+// Samples [begin, end) of the set, as training reads them (with the deterministic part of its
+// transform); eval.read_delay_ms first, a test hook for a slow filesystem.
+data::Batch read_batch(data::BatchReader& reader, std::optional<data::BatchTransform>& preprocess,
+                       std::int64_t begin, std::int64_t end, const EvalOptions& eval) {
+  if (eval.read_delay_ms > 0) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(eval.read_delay_ms));
+  }
+  std::vector<std::int64_t> indices;
+  for (std::int64_t i = begin; i < end; ++i) indices.push_back(i);
+  data::Batch batch = reader.read(indices);
+  if (preprocess) {
+    batch.indices = indices;
+    preprocess->apply(batch, 0);
+  }
+  return batch;
+}
+
+}  // namespace
 
 // Every rank takes part in as many batches as the rank with the most (its share is at most one
 // sample longer), so that eval.poll's agreement runs the same number of times everywhere.
@@ -53,16 +74,8 @@ std::optional<EvalResult> evaluate(Parallelism& parallel, const std::string& pat
     }
     const std::int64_t begin = first + b * batch_size;
     if (begin >= last) continue;
-    if (eval.read_delay_ms > 0) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(eval.read_delay_ms));
-    }
-    std::vector<std::int64_t> indices;
-    for (std::int64_t i = begin; i < std::min(last, begin + batch_size); ++i) indices.push_back(i);
-    data::Batch batch = reader.read(indices);
-    if (preprocess) {
-      batch.indices = indices;
-      preprocess->apply(batch, 0);
-    }
+    const data::Batch batch =
+        read_batch(reader, preprocess, begin, std::min(last, begin + batch_size), eval);
     const at::Tensor output = parallel.forward_only(batch);
     if (!parallel.scores()) continue;  // another rank computes this output (too)
     task.accumulate(output.to(at::kFloat), batch.targets, sums);

@@ -18,10 +18,10 @@
 
 #include "cohort/data/reader.hpp"
 #include "cohort/data/transform.hpp"
-#include "cohort/train/config.hpp"
-#include "cohort/train/model.hpp"
+#include "cohort/models/model.hpp"
+#include "cohort/settings/config.hpp"
 #include "cohort/train/predict.hpp"
-#include "train/task.hpp"
+#include "models/task.hpp"
 
 namespace cohort::train {
 

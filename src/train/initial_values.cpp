@@ -13,7 +13,7 @@
 
 #include "cohort/comm/device.hpp"
 #include "cohort/error.hpp"
-#include "train/init_weights.hpp"
+#include "models/init_weights.hpp"
 #include "train/trainer_impl.hpp"
 
 namespace cohort::train {
@@ -113,9 +113,9 @@ void Trainer::Impl::init_from_after_all() {
                " was not read because the run was to resume from ", config.checkpoint_dir(),
                ", where no checkpoint loaded; a model split across ranks cannot read it now: set "
                "checkpoint.resume = false to start from it");
-  init_line = init_weights(*model, config.model).text();
+  initial.init_line = init_weights(*model, config.model).text();
   parallel->ddp().broadcast_state();
-  say(init_line);
+  say(initial.init_line);
 }
 
 }  // namespace cohort::train

@@ -10,8 +10,8 @@
 #include <ATen/core/Tensor.h>
 #include <torch/nn/module.h>
 
-#include "cohort/train/config.hpp"
-#include "cohort/train/model.hpp"
+#include "cohort/models/model.hpp"
+#include "cohort/settings/config.hpp"
 
 namespace cohort::train {
 

@@ -1,8 +1,8 @@
 #include "cohort/train/monitoring.hpp"
 
 #include "cohort/env/environment.hpp"
+#include "cohort/settings/config.hpp"
 #include "cohort/slurm/job.hpp"
-#include "cohort/train/config.hpp"
 
 namespace cohort::train {
 namespace {

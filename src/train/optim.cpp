@@ -9,7 +9,7 @@
 #include <sstream>
 
 #include "cohort/error.hpp"
-#include "train/name_patterns.hpp"
+#include "settings/name_patterns.hpp"
 
 namespace cohort::train {
 

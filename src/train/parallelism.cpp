@@ -17,7 +17,7 @@
 #include "cohort/error.hpp"
 #include "cohort/pipeline/partition.hpp"
 #include "cohort/pipeline/tensor_parallel.hpp"
-#include "cohort/train/config.hpp"
+#include "cohort/settings/config.hpp"
 #include "train/zero_units.hpp"
 
 namespace cohort::train {
@@ -127,7 +127,7 @@ void Parallelism::attach(std::shared_ptr<Model> model, const at::Tensor& sample,
                model_name_,
                " is not a sequence of blocks (docs/models.md), so it has none to recompute; set "
                "model.recompute = none");
-  const bool zero3 = options_.zero == 3;
+  const bool zero3 = zero().parameters();
   COHORT_CHECK(!zero3 || !model_->blocks().empty(), ConfigError, "parallel.zero = 3: model ",
                model_name_,
                " is not a sequence of blocks (docs/models.md), and stage 3 gathers parameters "
@@ -142,7 +142,7 @@ void Parallelism::attach(std::shared_ptr<Model> model, const at::Tensor& sample,
   }
   if (materializer != nullptr) materialize_kept(*materializer, ddp);
   sort_parameters();
-  ddp.zero = static_cast<int>(options_.zero);
+  ddp.zero = zero().stage;
   // The tied copies' gradients are summed across the two stages after each step: under ZeRO
   // each copy gets a bucket of its own, so that both stages cut it into the same shards.
   if (stage_) ddp.alone = stage_->shared_parameters();
@@ -159,7 +159,7 @@ void Parallelism::attach(std::shared_ptr<Model> model, const at::Tensor& sample,
 // The modules this rank keeps get their values; under ZeRO 3 those used by several blocks now
 // (kept whole), each block's as DDP makes its unit's shard.
 void Parallelism::materialize_kept(Materializer& materializer, ddp::DdpOptions& ddp) {
-  if (options_.zero != 3) {
+  if (!zero().parameters()) {
     materializer.materialize(trained());
     return;
   }

@@ -34,12 +34,12 @@
 #include "cohort/data/reader.hpp"
 #include "cohort/ddp/distributed_data_parallel.hpp"
 #include "cohort/env/parallel_layout.hpp"
+#include "cohort/models/model.hpp"
 #include "cohort/pipeline/executor.hpp"
 #include "cohort/pipeline/stage.hpp"
-#include "cohort/train/config.hpp"
-#include "cohort/train/model.hpp"
+#include "cohort/settings/config.hpp"
 #include "cohort/train/rank_device.hpp"
-#include "train/materialize.hpp"
+#include "models/materialize.hpp"
 
 namespace cohort::train {
 
@@ -99,7 +99,9 @@ class Parallelism {
   ddp::DistributedDataParallel& ddp() { return *ddp_; }
   // What the optimizer steps, by parameter name: the trained module's parameters, or with ZeRO
   // (parallel.zero) this rank's shard pieces (ddp().shard()).
-  bool sharded() const { return options_.zero > 0; }
+  bool sharded() const { return zero().any(); }
+  // The ZeRO stage this run trains under (parallel.zero): the trainer asks here, not the config.
+  settings::ZeroSharding zero() const { return settings::zero_sharding(options_); }
   std::vector<std::pair<std::string, at::Tensor>> optimized();
 
   // Pipelined: one step over `batch`, split into parallel.micro_batches; `forward` runs the

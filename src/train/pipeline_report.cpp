@@ -4,7 +4,7 @@
 
 #include "cohort/io/checksum.hpp"
 #include "cohort/pipeline/schedule.hpp"
-#include "cohort/train/config.hpp"
+#include "cohort/settings/config.hpp"
 #include "train/parallelism.hpp"
 
 namespace cohort::train {

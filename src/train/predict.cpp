@@ -20,11 +20,11 @@
 #include "cohort/io/files.hpp"
 #include "cohort/io/output.hpp"
 #include "cohort/io/unique_fd.hpp"
-#include "cohort/train/config_paths.hpp"
+#include "cohort/settings/config_paths.hpp"
 #include "io/h5/file.hpp"
 #include "io/h5/h5_check.hpp"
+#include "models/task.hpp"
 #include "train/inference.hpp"
-#include "train/task.hpp"
 
 namespace cohort::train {
 namespace {

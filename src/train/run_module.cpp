@@ -15,7 +15,7 @@
 #include "cohort/error.hpp"
 #include "cohort/io/checksum.hpp"
 #include "cohort/io/files.hpp"
-#include "cohort/train/config.hpp"
+#include "cohort/settings/config.hpp"
 #include "common/torchscript_load.hpp"
 
 namespace cohort::train {

@@ -12,9 +12,13 @@
 #include <string>
 #include <vector>
 
+namespace cohort::settings {
+class Config;
+}  // namespace cohort::settings
+
 namespace cohort::train {
 
-struct Config;
+using settings::Config;
 
 // Does nothing for the built-in models.
 void keep_run_module(const Config& config, int rank);

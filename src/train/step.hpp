@@ -12,13 +12,16 @@
 
 #include "cohort/comm/communicator.hpp"
 #include "cohort/data/dataset.hpp"
-#include "cohort/train/model.hpp"
+#include "cohort/models/model.hpp"
 #include "cohort/train/trainer.hpp"
+
+namespace cohort::models {
+class Task;
+}  // namespace cohort::models
 
 namespace cohort::train {
 
 class Parallelism;
-class Task;
 
 // Evaluates the model on this replica's contiguous range of the validation set (split over the
 // data-parallel group; a replica's stages and tensor ranks read the same range): buffers
@@ -27,7 +30,7 @@ class Task;
 // How the validation set is read: as the training set is (data.max_length, data.transform in
 // eval mode, data.target); the task's metrics.
 struct EvalOptions {
-  const Task* task = nullptr;
+  const models::Task* task = nullptr;
   std::int64_t batch_size = 0;
   std::int64_t max_length = 0;
   std::string transform;

@@ -28,18 +28,18 @@
 #include "cohort/io/checksum.hpp"
 #include "cohort/io/files.hpp"
 #include "cohort/monitor/monitor.hpp"
+#include "cohort/ops/supervision.hpp"
+#include "cohort/ops/torch_runtime.hpp"
 #include "cohort/pipeline/stage.hpp"
 #include "cohort/pipeline/tensor_parallel.hpp"
-#include "cohort/train/config.hpp"
+#include "cohort/settings/config.hpp"
 #include "cohort/train/monitoring.hpp"
 #include "cohort/train/optim.hpp"
-#include "cohort/train/supervision.hpp"
-#include "cohort/train/torch_runtime.hpp"
+#include "models/init_weights.hpp"
+#include "models/materialize.hpp"
+#include "ops/preemption.hpp"
 #include "train/checkpointing.hpp"
-#include "train/init_weights.hpp"
-#include "train/materialize.hpp"
 #include "train/parallelism.hpp"
-#include "train/preemption.hpp"
 #include "train/run_module.hpp"
 #include "train/step.hpp"
 #include "train/trainer_impl.hpp"
@@ -71,7 +71,26 @@ int threads_per_rank(std::int64_t configured, int local_ranks,
 }
 
 void Trainer::Impl::setup() {
-  guard_convolutions();  // as cohort's main does, for programs of their own
+  ops::guard_convolutions();  // as cohort's main does, for programs of their own
+  set_process_settings();
+  RankDevice device = make_communicators();
+  parallel = std::make_unique<Parallelism>(config.parallel, std::move(device), config.model.name,
+                                           *comms.gradients, session.node_size());
+  parallel->check_tensor_groups(*comms.control);
+  make_loader();
+  keep_run_module(config, session.rank());
+  build_model(loader->info());
+  make_optimization();
+  plan_run();
+  optimization.schedule = std::make_unique<LrSchedule>(config.optim, plan.total_steps);
+  make_checkpoints();
+  preemption =
+      std::make_unique<ops::Preemption>(config.slurm, ops::restart_budgets(config), *comms.control);
+  started.setup_done = Clock::now();
+}
+
+// The process's threads, BLAS pool and allocator, and the step's settings from the config.
+void Trainer::Impl::set_process_settings() {
   summary.ranks = session.size();
   summary.threads =
       threads_per_rank(config.train.threads, session.node_size(), env::Environment::from_process());
@@ -89,22 +108,27 @@ void Trainer::Impl::setup() {
   settings.slow_ms = config.debug.slow_rank == session.rank() ? config.debug.slow_ms : 0;
   settings.device_fault_step =
       config.debug.device_fault_rank == session.rank() ? config.debug.device_fault_step : 0;
+}
+
+// This rank's device, then the two communicators: control (MPI), over which the ranks agree that
+// every one has its GPU before NCCL starts, and the gradients' (MPI or NCCL).
+RankDevice Trainer::Impl::make_communicators() {
   std::exception_ptr refused;  // this rank's GPU, NCCL's: agreed over control before comm starts
   RankDevice device = start_rank_device(config.parallel, session, refused);  // before CUDA work
   torch::manual_seed(static_cast<std::uint64_t>(config.train.seed));
   comm::CommOptions comm_options;
   comm_options.timeout = std::chrono::seconds(config.parallel.timeout_s);
-  control = comm::make_communicator(session, comm::Backend::kMpi, comm_options);
+  comms.control = comm::make_communicator(session, comm::Backend::kMpi, comm_options);
   const bool nccl = config.parallel.backend == GradBackend::kNccl;
-  if (nccl) agree_rank_devices(*control, refused);
-  comm = comm::make_communicator(session, nccl ? comm::Backend::kNccl : comm::Backend::kMpi,
-                                 comm_options);
-  parallel = std::make_unique<Parallelism>(config.parallel, std::move(device), config.model.name,
-                                           *comm, session.node_size());
-  parallel->check_tensor_groups(*control);
-  make_loader();
-  keep_run_module(config, session.rank());
-  build_model(loader->info());
+  if (nccl) agree_rank_devices(*comms.control, refused);
+  comms.gradients = comm::make_communicator(
+      session, nccl ? comm::Backend::kNccl : comm::Backend::kMpi, comm_options);
+  return device;
+}
+
+// The optimizer over what this rank steps (its parameters, or its ZeRO shard pieces), in groups by
+// optim.lr_scale; the parameters it steps counted for the monitor.
+void Trainer::Impl::make_optimization() {
   const auto groups = group_parameters(parallel->optimized(), config.optim.lr_scale, false);
   for (const auto& group : groups.params) {
     for (const auto& p : group) facts.trained_here += p.numel();
@@ -112,12 +136,15 @@ void Trainer::Impl::setup() {
   for (const auto& p : parallel->trained().parameters()) {
     if (p.requires_grad()) facts.trained_stage += p.numel();
   }
-  lr_scales = groups.lr_scales;
-  optimizer = make_optimizer(config.optim, groups);
-  plan_run();
-  schedule = std::make_unique<LrSchedule>(config.optim, plan.total_steps);
+  optimization.lr_scales = groups.lr_scales;
+  optimization.optimizer = make_optimizer(config.optim, groups);
+}
+
+// The run's checkpoints (and with them the best-checkpoint watch) over the trained module and the
+// optimizer: the layout a reshard needs, what a save takes, and under ZeRO the shard pieces.
+void Trainer::Impl::make_checkpoints() {
   checkpoints = std::make_unique<TrainCheckpoints>(config, summary.config_hash, session,
-                                                   parallel->trained(), *optimizer);
+                                                   parallel->trained(), *optimization.optimizer);
   checkpoints->set_layout(parallel->layout().data(), parallel->coords().tensor,
                           parallel->layout().tensor(),
                           pipeline::split_parameter_layouts(parallel->trained()));
@@ -134,10 +161,8 @@ void Trainer::Impl::setup() {
     for (const auto& piece : parallel->ddp().shard()) {
       parts.push_back({piece.name, piece.value, piece.offset, params[piece.param].sizes().vec()});
     }
-    checkpoints->set_optimized(std::move(parts), config.parallel.zero == 3);
+    checkpoints->set_optimized(std::move(parts), parallel->zero().parameters());
   }
-  preemption = std::make_unique<Preemption>(config.slurm, restart_budgets(config), *control);
-  started.setup_done = Clock::now();
 }
 
 void Trainer::Impl::make_loader() {
@@ -182,17 +207,7 @@ void Trainer::Impl::make_loader() {
 // over the tensor group, checks its output against the task's targets on one sample, and hands it
 // to `parallel`, which keeps this rank's stage.
 void Trainer::Impl::build_model(const data::DatasetInfo& info) {
-  ModelInput input{info.sample_shape, task->outputs(), info.vocab_size, info.seq_len,
-                   parallel->tensor_group()};
-  for (const auto& field : info.fields) {
-    if (!field.target) input.fields.push_back(field);
-  }
-  COHORT_CHECK(
-      info.kind != data::DatasetKind::kFields ||
-          (!parallel->pipelined() && config.parallel.devices.empty() && config.parallel.zero < 3),
-      ConfigError, info.path,
-      ": a field dataset's model runs whole on one device (parallel.pipeline_stages, "
-      "parallel.devices and parallel.zero = 3 need a single-input dataset)");
+  ModelInput input = model_input(info);
   const bool own = config.model.materialize == Materialize::kOwn;
   COHORT_CHECK(!own || config.model.init_from.empty(), ConfigError,
                "model.materialize = own draws each rank's part itself, and model.init_from loads "
@@ -202,15 +217,10 @@ void Trainer::Impl::build_model(const data::DatasetInfo& info) {
   std::optional<SkeletonScope> skeleton;
   if (own) skeleton.emplace();
   if (!own) initial.record(input);
-  auto model = train::build_model(config.model, input);
+  auto model = models::build_model(config.model, input);
   skeleton.reset();
   if (!config.model.init_from.empty() && init_from(*model)) initial.generator = at::Tensor();
-  std::vector<std::shared_ptr<torch::nn::Module>> held;
-  if (!config.model.freeze.empty()) {
-    freeze_parameters(*model, config.model.freeze);
-    if (config.model.freeze_statistics) held = frozen_statistics_modules(*model);
-    facts.held_statistics = static_cast<std::int64_t>(held.size());
-  }
+  const auto held = freeze(*model);
   group_parameters(named_parameters(*model), config.optim.lr_scale, true);  // each regex matches
   // Field models take named fields, not one sample tensor: their first loss() checks instead.
   if (info.kind != data::DatasetKind::kFields) {
@@ -219,6 +229,43 @@ void Trainer::Impl::build_model(const data::DatasetInfo& info) {
   facts.flops_per_sample = model->train_flops_per_sample();
   facts.parameters = parameter_count(*model);
   for (const auto& p : model->parameters()) facts.frozen += p.requires_grad() ? 0 : p.numel();
+  attach_model(std::move(model), input, own);
+  parallel->hold_in_eval(held);              // of those, this rank's; the rest go with the model
+  startup_peak_rss = env::peak_rss_bytes();  // the model built and this rank's part kept
+  const auto params = parallel->trained().parameters();
+  settings.cuda = !params.empty() && params.front().is_cuda();
+}
+
+// What the dataset says the model takes and gives; a field dataset's model runs whole.
+ModelInput Trainer::Impl::model_input(const data::DatasetInfo& info) const {
+  ModelInput input{info.sample_shape, task->outputs(), info.vocab_size, info.seq_len,
+                   parallel->tensor_group()};
+  for (const auto& field : info.fields) {
+    if (!field.target) input.fields.push_back(field);
+  }
+  COHORT_CHECK(info.kind != data::DatasetKind::kFields ||
+                   (!parallel->pipelined() && config.parallel.devices.empty() &&
+                    !parallel->zero().parameters()),
+               ConfigError, info.path,
+               ": a field dataset's model runs whole on one device (parallel.pipeline_stages, "
+               "parallel.devices and parallel.zero = 3 need a single-input dataset)");
+  return input;
+}
+
+// model.freeze: the parameters it names stop training; with model.freeze_statistics, the modules
+// whose running statistics stay as they are (returned, to be held in eval mode).
+std::vector<std::shared_ptr<torch::nn::Module>> Trainer::Impl::freeze(Model& model) {
+  std::vector<std::shared_ptr<torch::nn::Module>> held;
+  if (config.model.freeze.empty()) return held;
+  freeze_parameters(model, config.model.freeze);
+  if (config.model.freeze_statistics) held = frozen_statistics_modules(model);
+  facts.held_statistics = static_cast<std::int64_t>(held.size());
+  return held;
+}
+
+// This rank's share of the model into Parallelism, under DDP; model.materialize = own: its values
+// drawn there, per module, from train.seed.
+void Trainer::Impl::attach_model(std::shared_ptr<Model> model, const ModelInput& input, bool own) {
   ddp::DdpOptions d;
   d.bucket_bytes = static_cast<std::size_t>(config.parallel.bucket_mb * 1048576);
   d.overlap = config.parallel.overlap;
@@ -233,10 +280,6 @@ void Trainer::Impl::build_model(const data::DatasetInfo& info) {
   parallel->attach(std::move(model), sample_input(input), d,
                    recompute_segment(config.model.recompute),
                    materializer ? &*materializer : nullptr);
-  parallel->hold_in_eval(held);              // of those, this rank's; the rest go with the model
-  startup_peak_rss = env::peak_rss_bytes();  // the model built and this rank's part kept
-  const auto params = parallel->trained().parameters();
-  settings.cuda = !params.empty() && params.front().is_cuda();
 }
 
 // model.init_from, unless the run resumes (its checkpoint holds the weights; the pretrained file
@@ -247,11 +290,12 @@ bool Trainer::Impl::init_from(Model& model) {
   std::error_code error;
   if (config.checkpoint.resume && std::filesystem::is_directory(dir, error) &&
       !ckpt::list_checkpoints(dir).empty()) {
-    init_line = "init_from " + config.model.init_from + ": not read, the run resumes from " + dir;
-    init_from_skipped = true;
+    initial.init_line =
+        "init_from " + config.model.init_from + ": not read, the run resumes from " + dir;
+    initial.init_from_skipped = true;
     return false;
   }
-  init_line = init_weights(model, config.model).text();
+  initial.init_line = init_weights(model, config.model).text();
   return true;
 }
 
@@ -292,12 +336,11 @@ void Trainer::Impl::plan_run() {
 
 // A signal every rank agreed on: a synchronous checkpoint, then requeue (or not), said in one line.
 void Trainer::Impl::stop_for_signal(int signal, std::int64_t step) {
-  log({{"event", "signal"}, {"signal", signal_name_or_deadline(signal)}, {"step", step}});
+  log({{"event", "signal"}, {"signal", ops::signal_name_or_deadline(signal)}, {"step", step}});
   checkpoints->save_now(step, loader->state(), plan.batch_size);
-  const std::string line = preemption->come_back(signal, step);
-  const bool requeued = line.find("requeued") != std::string::npos;
-  log({{"event", requeued ? "requeue" : "stop"}, {"step", step}, {"message", line}});
-  say(line);
+  const ops::ComeBack back = preemption->come_back(signal, step);
+  log({{"event", back.requeued ? "requeue" : "stop"}, {"step", step}, {"message", back.line}});
+  say(back.line);
 }
 
 // The step's sample (its phases timed along the way) to the monitor: metrics.jsonl, the console,
@@ -307,8 +350,8 @@ void Trainer::Impl::report_step(std::int64_t step, std::int64_t epoch) {
   sample.step = step;
   sample.epoch = epoch;
   sample.loss = summary.last_loss;
-  sample.lr = schedule->at(step - 1);
-  sample.grad_norm = last_grad_norm;
+  sample.lr = optimization.schedule->at(step - 1);
+  sample.grad_norm = optimization.last_grad_norm;
   sample.samples = plan.samples_per_step();
   sample.tokens = sample.samples * facts.tokens_per_sample;
   timer.end(sample);
@@ -337,7 +380,7 @@ void Trainer::Impl::start_monitor(std::optional<std::int64_t> resumed_at) {
                 {"flops_per_sample", o.cost.flops_per_sample}};
   // The gradient all-reduces it reports are the data-parallel group's (the world without
   // pipeline or tensor parallelism).
-  monitor = std::make_unique<monitor::Monitor>(o, *control, parallel->data_group(),
+  monitor = std::make_unique<monitor::Monitor>(o, *comms.control, parallel->data_group(),
                                                session.node_rank(), progress);
   checkpoints->set_on_committed(
       [this](std::int64_t step, const std::string& path, double seconds, bool async) {
@@ -352,18 +395,18 @@ void Trainer::Impl::start_monitor(std::optional<std::int64_t> resumed_at) {
 // Loads the newest valid checkpoint when there is one and puts the loader where it was; opens
 // metrics.jsonl (appending when resuming, so the run's record continues).
 std::optional<ResumePoint> Trainer::Impl::resume() {
-  control->barrier();  // the load's time, not the wait for a rank still starting
+  comms.control->barrier();  // the load's time, not the wait for a rank still starting
   const auto load_start = Clock::now();
   auto point = checkpoints->resume(plan.batch_size, progress);
   started.checkpoint_load_s = std::chrono::duration<double>(Clock::now() - load_start).count();
   started.resumed = Clock::now();
   start_monitor(point ? std::optional<std::int64_t>(point->step) : std::nullopt);
   if (!point) {
-    if (init_from_skipped) init_from_after_all();
+    if (initial.init_from_skipped) init_from_after_all();
     return std::nullopt;
   }
   // ZeRO 3 loaded the parameters into the shard pieces: the kept-whole ones gathered from them.
-  if (config.parallel.zero == 3) parallel->ddp().gather_parameters();
+  if (parallel->zero().parameters()) parallel->ddp().gather_parameters();
   loader->restore(point->loader);
   say("resumed from " + point->path + " at step " + std::to_string(point->step) + " (epoch " +
       std::to_string(point->loader.epoch) + ", batch " + std::to_string(point->loader.batch) + ")");

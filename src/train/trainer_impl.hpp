@@ -24,17 +24,17 @@
 #include "cohort/comm/mpi_session.hpp"
 #include "cohort/data/loader.hpp"
 #include "cohort/env/system_info.hpp"
+#include "cohort/models/model.hpp"
 #include "cohort/monitor/monitor.hpp"
-#include "cohort/train/config.hpp"
+#include "cohort/settings/config.hpp"
 #include "cohort/train/metric_watch.hpp"
-#include "cohort/train/model.hpp"
 #include "cohort/train/optim.hpp"
 #include "cohort/train/trainer.hpp"
+#include "models/task.hpp"
+#include "ops/preemption.hpp"
 #include "train/checkpointing.hpp"
 #include "train/parallelism.hpp"
-#include "train/preemption.hpp"
 #include "train/steady_clock.hpp"
-#include "train/task.hpp"
 
 namespace cohort::train {
 
@@ -82,25 +82,31 @@ struct LoopState {
 struct Trainer::Impl {
   const Config& config;  // typed; the components got their option structs from it in setup()
   const comm::MpiSession& session;
-  std::unique_ptr<comm::Communicator> comm;     // gradients (MPI or NCCL)
-  std::unique_ptr<comm::Communicator> control;  // MPI, CPU scalars: loss, signals, metrics
-  std::unique_ptr<monitor::Monitor> monitor;    // outlives the checkpoint writer (its events)
+  // First, so that they outlive every part that holds them (members go in reverse order).
+  struct Communicators {
+    std::unique_ptr<comm::Communicator> gradients;  // MPI or NCCL
+    std::unique_ptr<comm::Communicator> control;    // MPI, CPU scalars: loss, signals, metrics
+  } comms;
+  std::unique_ptr<monitor::Monitor> monitor;  // outlives the checkpoint writer (its events)
   monitor::StepTimer timer;
   std::unique_ptr<Parallelism> parallel;  // this rank's share of the model, its groups, DDP
   std::unique_ptr<data::DataLoader> loader;
   std::unique_ptr<Task> task;  // from train.* and the training set, in build_model()
-  std::unique_ptr<torch::optim::Optimizer> optimizer;
-  std::unique_ptr<LrSchedule> schedule;
+  // What steps the model: the optimizer over this rank's parameters (or shard pieces), the
+  // learning-rate schedule, and the last step's gradient norm.
+  struct Optimization {
+    std::unique_ptr<torch::optim::Optimizer> optimizer;
+    std::unique_ptr<LrSchedule> schedule;
+    std::vector<double> lr_scales;  // per optimizer group (optim.lr_scale)
+    double last_grad_norm = 0;
+    double grad_norm_seconds = 0;  // spent on norms only the monitor wanted
+  } optimization;
   std::unique_ptr<TrainCheckpoints> checkpoints;
   std::unique_ptr<MetricWatch> watch;  // best checkpoints, early stopping (trainer_watch.cpp)
-  std::unique_ptr<Preemption> preemption;
+  std::unique_ptr<ops::Preemption> preemption;
   RunPlan plan;
   StepSettings settings;
   ModelFacts facts;
-  std::vector<double> lr_scales;  // per optimizer group (optim.lr_scale)
-  std::string init_line;          // model.init_from's report, said before the first step
-  double last_grad_norm = 0;
-  double grad_norm_seconds = 0;       // spent on norms only the monitor wanted
   bool activations_reported = false;  // the memory record (host only), once per start
   std::FILE* progress = stdout;
   TrainSummary summary;
@@ -112,19 +118,27 @@ struct Trainer::Impl {
 
   // setup (trainer.cpp)
   void setup();
+  void set_process_settings();
+  RankDevice make_communicators();
+  void make_optimization();
+  void make_checkpoints();
   void make_loader();
   void build_model(const data::DatasetInfo& info);
+  ModelInput model_input(const data::DatasetInfo& info) const;
+  std::vector<std::shared_ptr<torch::nn::Module>> freeze(Model& model);
+  void attach_model(std::shared_ptr<Model> model, const ModelInput& input, bool own);
   void check_model_output(Model& model, const at::Tensor& sample, bool skeleton);
   bool init_from(Model& model);
   // What the model was first built from; `generator` undefined: its values cannot be made again
   // (model.init_from read, or a rank's own part materialised). initial_values.cpp.
   struct InitialValues {
     ModelInput input;
-    at::Tensor generator;  // the CPU generator's state before the model was built
+    at::Tensor generator;            // the CPU generator's state before the model was built
+    std::string init_line;           // model.init_from's report, said before the first step
+    bool init_from_skipped = false;  // model.init_from not read: the run was to resume
     void record(const ModelInput& built_from);  // just before it is built
   } initial;
   void remake_initial_values();
-  bool init_from_skipped = false;  // model.init_from not read: the run was to resume
   void init_from_after_all();
   void plan_run();
   // the loop (trainer.cpp)
@@ -148,6 +162,7 @@ struct Trainer::Impl {
   void say(const std::string& line) { monitor->say(line); }
   // one step (trainer_step.cpp)
   double step(const std::vector<data::Batch>& micro, std::int64_t index);
+  double update(double local, std::int64_t index);
   double pipeline_step(const data::Batch& batch, std::int64_t index);
   double grad_norm(std::int64_t index);
   void report_activations(std::int64_t bytes, std::int64_t index);

@@ -11,14 +11,15 @@
 #include "cohort/data/loader.hpp"
 #include "cohort/error.hpp"
 #include "cohort/monitor/monitor.hpp"
-#include "train/model_catalog.hpp"
+#include "settings/model_catalog.hpp"
 #include "train/step.hpp"
 #include "train/trainer_impl.hpp"
 
 namespace cohort::train {
 
 void Trainer::Impl::print_banner() const {
-  if (session.rank() == 0 && !init_line.empty()) std::fprintf(progress, "%s\n", init_line.c_str());
+  if (session.rank() == 0 && !initial.init_line.empty())
+    std::fprintf(progress, "%s\n", initial.init_line.c_str());
   if (session.rank() != 0 || config.train.log_every <= 0) return;
   const auto& s = summary;
   std::fprintf(progress,
@@ -50,12 +51,9 @@ void Trainer::Impl::print_banner() const {
                  "zero %lld over %d data-parallel rank(s): this rank steps %lld of the %lld "
                  "trained parameters of its part of the model (optimizer state%s held for those "
                  "only)\n",
-                 static_cast<long long>(config.parallel.zero), layout.data(),
+                 static_cast<long long>(parallel->zero().stage), layout.data(),
                  static_cast<long long>(facts.trained_here),
-                 static_cast<long long>(facts.trained_stage),
-                 config.parallel.zero == 3   ? ", gradients and parameters"
-                 : config.parallel.zero == 2 ? " and gradients"
-                                             : "");
+                 static_cast<long long>(facts.trained_stage), parallel->zero().held_too());
   }
 }
 
@@ -88,14 +86,14 @@ TrainSummary Trainer::Impl::run() {
   checkpoints->maybe_save(loop.step, loader->state(), plan.batch_size, /*final=*/true);
   checkpoints->finish();  // the last save is on disk before the run reports its end
   if (parallel->pipelined()) {
-    auto record = parallel->pipeline_report(*control);
+    auto record = parallel->pipeline_report(*comms.control);
     if (!record.empty()) log(std::move(record));
   }
   if (parallel->sharded() && session.rank() == 0 && config.train.log_every > 0) {
     // What the stage saved, as DDP holds it after the last step (stage 1: whole buckets; 2 and
     // 3: this rank's shards): tests/mpi/zero_check.py compares it with the rank's share.
-    std::fprintf(progress, "zero %lld: this rank held %lld bytes of gradients between steps\n",
-                 static_cast<long long>(config.parallel.zero),
+    std::fprintf(progress, "zero %d: this rank held %lld bytes of gradients between steps\n",
+                 parallel->zero().stage,
                  static_cast<long long>(parallel->ddp().memory().gradient_bytes));
   }
   monitor->finish();
@@ -166,13 +164,13 @@ std::optional<StopReason> Trainer::Impl::evaluate_and_check(std::int64_t step_in
   o.read_delay_ms = config.debug.data_delay_ms;
   o.poll = [this] { return preemption->agreed_signal(); };
   o.stopped_by = &stopped_by;
-  auto result = evaluate(*parallel, val, o, *control);
+  auto result = evaluate(*parallel, val, o, *comms.control);
   if (!result) {  // a signal: acted on now, not after the whole evaluation
     say("eval  step " + std::to_string(step_index) + ": abandoned for " +
-        signal_name_or_deadline(stopped_by));
+        ops::signal_name_or_deadline(stopped_by));
     log({{"event", "eval_abandoned"},
          {"step", step_index},
-         {"signal", signal_name_or_deadline(stopped_by)}});
+         {"signal", ops::signal_name_or_deadline(stopped_by)}});
     return std::nullopt;
   }
   summary.eval = *result;
@@ -202,8 +200,8 @@ std::optional<StopReason> Trainer::Impl::evaluate_and_check(std::int64_t step_in
 void Trainer::Impl::stop_on_signal(LoopState& loop, int signal) {
   if (signal == 0) return;
   stop_for_signal(signal, loop.step);
-  loop.stop = signal == Preemption::kWallTime ? StopReason::kTimeLimit : StopReason::kSignal;
-  summary.stop_signal = signal == Preemption::kWallTime ? 0 : signal;
+  loop.stop = signal == ops::Preemption::kWallTime ? StopReason::kTimeLimit : StopReason::kSignal;
+  summary.stop_signal = signal == ops::Preemption::kWallTime ? 0 : signal;
   summary.resumable = true;
 }
 
@@ -227,7 +225,7 @@ void Trainer::Impl::report_startup(bool resumed) {
 TrainSummary Trainer::Impl::finish(const LoopState& loop, LoopState::Clock::time_point start) {
   auto& s = summary;
   s.stop_reason = loop.stop.value_or(StopReason::kEpochs);
-  s.monitor_seconds = monitor->own_seconds() + grad_norm_seconds;
+  s.monitor_seconds = monitor->own_seconds() + optimization.grad_norm_seconds;
   s.steps = loop.step;
   s.seconds = std::chrono::duration<double>(LoopState::Clock::now() - start).count();
   const std::int64_t samples = (loop.step - loop.first_step) * plan.samples_per_step();

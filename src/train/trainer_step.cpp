@@ -17,8 +17,8 @@
 #include "cohort/env/system_info.hpp"
 #include "cohort/error.hpp"
 #include "cohort/io/dtype.hpp"
+#include "models/task.hpp"
 #include "train/step.hpp"
-#include "train/task.hpp"
 #include "train/trainer_impl.hpp"
 
 namespace cohort::train {
@@ -55,7 +55,7 @@ double Trainer::Impl::grad_norm(std::int64_t index) {
     std::vector<at::Tensor> optimized;
     for (const auto& named : parallel->optimized()) optimized.push_back(named.second);
     return clip_grad_norm(optimized, clip,
-                          [this](double) { return parallel->grad_norm_squared(*control); });
+                          [this](double) { return parallel->grad_norm_squared(*comms.control); });
   }
   if (clip > 0) return clip_grad_norm(parallel->trained().parameters(), clip);
   if (!monitor->enabled() || grad_norm_every <= 0 || (index + 1) % grad_norm_every != 0) {
@@ -69,7 +69,7 @@ double Trainer::Impl::grad_norm(std::int64_t index) {
   const auto start = std::chrono::steady_clock::now();
   // One call for all the per-tensor norms (a loop of norm() calls costs more in dispatch).
   const double norm = at::stack(at::_foreach_norm(grads, 2)).norm().item<double>();
-  grad_norm_seconds +=
+  optimization.grad_norm_seconds +=
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return norm;
 }
@@ -97,9 +97,9 @@ void Trainer::Impl::report_activations(std::int64_t bytes, std::int64_t index) {
 std::vector<std::int64_t> Trainer::Impl::peak_rss_of_ranks(std::int64_t value) {
   at::Tensor mine = at::tensor({value >= 0 ? value : env::peak_rss_bytes()}, at::kLong);
   at::Tensor all;
-  if (control->rank() == 0) all = at::zeros({control->size()}, at::kLong);
-  control->gather(all, mine, 0);
-  if (control->rank() != 0) return {};
+  if (comms.control->rank() == 0) all = at::zeros({comms.control->size()}, at::kLong);
+  comms.control->gather(all, mine, 0);
+  if (comms.control->rank() != 0) return {};
   return {all.data_ptr<std::int64_t>(), all.data_ptr<std::int64_t>() + all.numel()};
 }
 
@@ -137,18 +137,27 @@ double Trainer::Impl::step(const std::vector<data::Batch>& micro, std::int64_t i
     local += loss.item<double>();
     timer.lap(Phase::kComm);  // exposed: what backward did not hide
   }
-  last_grad_norm = grad_norm(index);
-  set_learning_rate(*optimizer, schedule->at(index), lr_scales);
+  return update(local, index);
+}
+
+// After the step's backward passes: the gradient norm, the scheduled learning rate, the update
+// (ZeRO: every shard's to every rank), and the step's loss, the mean over the data-parallel
+// ranks of what each computed (`local`). TrainingError when it is not finite, on every rank.
+double Trainer::Impl::update(double local, std::int64_t index) {
+  using monitor::Phase;
+  optimization.last_grad_norm = grad_norm(index);
+  set_learning_rate(*optimization.optimizer, optimization.schedule->at(index),
+                    optimization.lr_scales);
   timer.lap(Phase::kOptimizer);
   checkpoints->before_update();  // an asynchronous save may still be copying the parameters
   timer.lap(Phase::kCheckpoint);
-  optimizer->step();
+  optimization.optimizer->step();
   timer.lap(Phase::kOptimizer);
   parallel->ddp().gather_parameters();  // ZeRO: every shard's update to every rank
   timer.lap(Phase::kComm);
   // Only the ranks that compute the loss count it (pipeline: the last stage; tensor: index 0).
   at::Tensor mean = at::tensor({parallel->scores() ? local : 0.0}, at::kDouble);
-  control->all_reduce(mean);
+  comms.control->all_reduce(mean);
   timer.lap(Phase::kComm);
   const double loss = mean.item<double>() / parallel->layout().data();
   if (!std::isfinite(loss)) monitor->diagnose(monitor::Diagnoser::non_finite_loss(index + 1, loss));

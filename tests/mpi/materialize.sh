@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# model.materialize = own (src/train/materialize.hpp) through `cohort train`, on real mpirun ranks.
+# model.materialize = own (src/models/materialize.hpp) through `cohort train`, on real mpirun ranks.
 #   materialize.sh COHORT WORK
 # 1. Initial values (one SGD step at learning rate 1e-30, which moves no value by a thousandth of
 #    its last bit except exact zeros, then the checkpoint, joined by `cohort ckpt export`) equal

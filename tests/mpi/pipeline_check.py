@@ -97,7 +97,7 @@ def same(reference, run, tolerance=1e-5, evaluated=True):
              f"{a_eval['accuracy']}")
 
 
-# The GPT's token table, tied to its output head (src/train/models/gpt.cpp): pipelined, the first
+# The GPT's token table, tied to its output head (src/models/builtin/gpt.cpp): pipelined, the first
 # stage holds one copy (the embedding) and the last another (the head).
 TIED = "tokens.weight"
 

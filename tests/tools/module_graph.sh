@@ -5,11 +5,13 @@
 #  2. from each module's view, every header of a module it may use resolves into the view, and
 #     no header of any other module resolves at all (public and private headers alike);
 #  3. a real compile: an upward include (comm including a train header) fails for want of the
-#     file, and an allowed one (comm including an env header) compiles.
+#     file, and an allowed one (comm including an env header) compiles;
+#  4. settings needs no LibTorch: none of its files includes a LibTorch header (the light
+#     `cohort` links every settings object, so its link proves the same of the symbols).
 set -euo pipefail
 src=$1 views=$2 cxx=$3
 fail() { echo "FAIL: $*"; exit 1; }
-modules="env io comm ddp pipeline data ckpt monitor slurm train"
+modules="env io settings comm ddp pipeline data ckpt monitor slurm models ops train bench"
 flags() { echo "-I$views/$1/public -I$views/$1/private"; }
 
 for m in $modules; do
@@ -53,7 +55,7 @@ echo "$checked (module, header) pairs resolve as the graph says"
 err=$(mktemp)
 trap 'rm -f "$err"' EXIT
 # shellcheck disable=SC2046
-if echo '#include "cohort/train/config.hpp"' |
+if echo '#include "cohort/train/trainer.hpp"' |
   $cxx -fsyntax-only -std=c++17 $(flags comm) -x c++ - 2>"$err"; then
   fail "comm compiled an include of a train header"
 fi
@@ -61,4 +63,8 @@ grep -q "No such file" "$err" || fail "the upward include failed for another rea
 # shellcheck disable=SC2046
 echo '#include "cohort/env/hostlist.hpp"' | $cxx -fsyntax-only -std=c++17 $(flags comm) -x c++ - ||
   fail "comm cannot compile an include of an env header"
+torch_includes=$(grep -nE '^\s*#\s*include\s*[<"](torch/|ATen/|c10/|common/torch)' \
+  "$src"/src/settings/* "$src"/include/cohort/settings/* || true)
+[ -z "$torch_includes" ] || fail "settings must not need LibTorch: $torch_includes"
+echo "settings includes no LibTorch header"
 echo "module graph: ok"

@@ -11,7 +11,7 @@ fail() { echo "FAIL: $*"; exit 1; }
 declare -A allowed=(
   [src/io/terminal.cpp]="the filter itself"
   [src/cli/launch_output.cpp]="relays mpirun's stderr, each line through an io::PrintableFilter"
-  [src/cli/step_runner.cpp]="the forked child's stderr, redirected before exec"
+  [src/ops/step_runner.cpp]="the forked child's stderr, redirected before exec"
   [src/slurm/submit.cpp]="the forked child's stdout to a pipe (sbatch's reply), before exec"
 )
 pattern='write\((STDOUT_FILENO|STDERR_FILENO|1|2),|fileno\(|freopen\(|dup2\([^,]+, *(STDOUT_FILENO|STDERR_FILENO|1|2)\)|(^|[^a-z_])(stdout|stderr) *= '

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 
 namespace cohort::ckpt {
@@ -53,5 +54,8 @@ struct ExportSummary {
 // `path`: a step directory or a checkpoint directory (its `latest`).
 ExportSummary export_checkpoint(const std::string& path, const std::string& out_path,
                                 const ExportOptions& options);
+
+// A row of `cohort ckpt export --json`: source, out, step, tensors, bytes.
+nlohmann::json to_json(const ExportSummary& summary);
 
 }  // namespace cohort::ckpt

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <vector>
 
@@ -54,5 +55,14 @@ std::string shard_metadata_problem(const Manifest& m, const std::string& step_di
 // with the manifest's. Returns one line per problem ("<file>: slice X does not match its
 // checksum"); empty when the checkpoint is clean.
 std::vector<std::string> verify_checkpoint(const std::string& step_dir);
+
+// `cohort ckpt list|inspect`'s summary of a manifest: position, world, counts, bytes, provenance.
+nlohmann::json summary_json(const Manifest& manifest);
+// A row of `cohort ckpt list --json`: the summary (or step and problem), path and latest.
+nlohmann::json to_json(const CheckpointEntry& entry);
+// `cohort ckpt inspect --json`: the summary, path and "tensor_index" (name, dtype, shape, slices).
+nlohmann::json inspect_json(const Manifest& manifest, const std::string& step_dir);
+// `cohort ckpt verify --json`: path, clean and the problems verify_checkpoint() found.
+nlohmann::json verify_json(const std::string& step_dir, const std::vector<std::string>& problems);
 
 }  // namespace cohort::ckpt

@@ -1,6 +1,7 @@
 // Which communication backends this build has and what they can see at run time.
 #pragma once
 
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <vector>
 
@@ -16,5 +17,7 @@ struct BackendInfo {
 };
 
 std::vector<BackendInfo> backend_info();
+// One of `cohort env --json`'s "backends": name, compiled, version, devices, detail, cuda.
+nlohmann::json to_json(const BackendInfo& info);
 
 }  // namespace cohort::comm

@@ -6,6 +6,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <nlohmann/json_fwd.hpp>
+#include <string>
 #include <vector>
 
 #include <c10/core/Device.h>
@@ -49,5 +51,9 @@ class RawAllreduce {
 // of Cohort's timings ends.
 std::vector<AllreduceBenchRow> bench_allreduce(Communicator& comm, const MpiSession& session,
                                                const AllreduceBenchOptions& options);
+
+// `cohort bench allreduce --json`: ranks, backend, malloc_tuning and a row per message size.
+nlohmann::json to_json(const std::vector<AllreduceBenchRow>& rows, int ranks,
+                       const std::string& backend, const char* malloc_tuning);
 
 }  // namespace cohort::comm

@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cstddef>
 #include <memory>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,9 @@ struct NodeLayout {
   int hosts = 1;                    // distinct shared-memory hosts MPI sees
   int launcher_nodes_per_host = 1;  // >1 when several launcher nodes share one host (a sandbox)
 };
+
+// `cohort env --json`'s "mpi_layout": hosts, launcher_nodes_per_host (the rest: the topology's).
+nlohmann::json to_json(const NodeLayout& layout);
 
 class MpiSession {
  public:

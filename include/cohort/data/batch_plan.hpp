@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 
 namespace cohort::data {
@@ -20,5 +21,7 @@ struct BatchPlan {
 // Throws ConfigError naming path when a batch is larger than one rank's share.
 BatchPlan plan_batches(const std::string& path, std::int64_t size, std::int64_t batch_size,
                        int world, bool drop_last, bool drop_last_batch);
+// The "plan" of `cohort data inspect --batch-size --json`: ranks, batch_size and the plan.
+nlohmann::json to_json(const BatchPlan& plan, int ranks, std::int64_t batch_size);
 
 }  // namespace cohort::data

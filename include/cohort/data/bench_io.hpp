@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <vector>
 
@@ -59,5 +60,8 @@ struct IoBenchResult {
 };
 
 IoBenchResult bench_io(const IoBenchOptions& options);
+
+// `cohort bench io --json`: the dataset, batch, "rows" (read variants), "wait" (per prefetch).
+nlohmann::json to_json(const IoBenchResult& result, const IoBenchOptions& options);
 
 }  // namespace cohort::data

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <vector>
 
@@ -44,6 +45,8 @@ struct ImageImportResult {
 };
 
 ImageImportResult import_images(const std::string& out, const ImageImportOptions& options);
+// `cohort data import images --json`: this rank's result, rank, world and images_per_second.
+nlohmann::json to_json(const ImageImportResult& result, const ImageImportOptions& options);
 
 // The output of rank `rank` of `world`: `out` itself for one process, else its shard in `out`/.
 std::string image_shard_path(const std::string& out, int rank, int world);

@@ -98,7 +98,7 @@ struct DdpOptions {
   bool same_start = false;
   // ZeRO 3: called with a unit just before its parameters move into their flat buffer (which is
   // cut into shards and freed at once): each rank gives a unit its values only then, so that
-  // start-up never holds more than one unit whole (train/materialize.hpp).
+  // start-up never holds more than one unit whole (models/materialize.hpp).
   std::function<void(int unit)> materialize_unit;
 };
 

@@ -4,6 +4,7 @@
 // to it; train::guard_convolutions() acts on what this finds.
 #pragma once
 
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 
 namespace cohort::env {
@@ -23,6 +24,9 @@ OneDnnInfo onednn_info();
 // a channels-last strided 1x1 backward that corrupts the heap; its SSE4.1/AVX kernels were right.
 // Reproduced with Debian's Python torch 2.6 alone (docs/building.md).
 bool onednn_convolutions_wrong(const OneDnnInfo& info);
+
+// `cohort env --json`'s "onednn"; `convolutions`: LibTorch's oneDNN path is on (TorchRuntime).
+nlohmann::json to_json(const OneDnnInfo& info, bool convolutions);
 
 // The name of a dnnl_cpu_isa_t value ("avx512_core_bf16"), or its number in hex.
 std::string onednn_isa_name(unsigned isa);

@@ -3,6 +3,8 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json_fwd.hpp>
+#include <optional>
 #include <string>
 
 namespace cohort::env {
@@ -15,6 +17,8 @@ struct BlasInfo {
 
 // Looks up the dgemm_ symbol among the loaded libraries (LibTorch loads the BLAS alternative).
 BlasInfo blas_info();
+// `cohort env --json`'s "blas": vendor, library, detail.
+nlohmann::json to_json(const BlasInfo& info);
 
 // Sets OpenBLAS's own thread pool size (openblas_set_num_threads), which torch's intra-op setting
 // does not reach: OpenBLAS otherwise starts one thread per core in every rank, and ranks sharing
@@ -27,6 +31,9 @@ int set_blas_threads(int threads);
 std::string library_of(const void* address);
 
 std::string hostname();
+// The path of this process's executable (/proc/self/exe); nullopt when the kernel does not say.
+// Each caller keeps its own fallback (the installation beside it, a name on PATH).
+std::optional<std::string> executable_path();
 // Seconds since this process was started (its exec: /proc/self/stat's starttime against
 // CLOCK_BOOTTIME); 0 when the kernel does not say.
 double seconds_since_process_start();

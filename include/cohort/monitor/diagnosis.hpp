@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <deque>
 #include <map>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <vector>
 
@@ -44,6 +45,9 @@ struct Finding {
   std::int64_t step = 0;
   int rank = -1;  // the straggler
 };
+
+// One of `cohort report --json`'s "findings": rule, step, rank, message.
+nlohmann::json to_json(const Finding& finding);
 
 class Diagnoser {
  public:

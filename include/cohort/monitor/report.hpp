@@ -6,6 +6,7 @@
 // `cohort top RUN_DIR`: render_top() draws one frame of the live view from what has been read.
 #pragma once
 
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,10 @@ namespace cohort::monitor {
 
 // The findings of the rules over the run's summaries, plus the divergence events it logged.
 std::vector<Finding> rediagnose(const RunHistory& history, const Thresholds& thresholds);
+
+// `cohort report --json`: the report's path, the history's counts and the findings.
+nlohmann::json report_json(const std::string& report, const RunHistory& history,
+                           const std::vector<Finding>& findings);
 
 // `evaluations`: `cohort eval --json` records to show (cohort report --eval FILE).
 std::string render_report(const RunHistory& history, const Thresholds& thresholds,

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <vector>
 
@@ -41,5 +42,10 @@ struct PipelineBenchRow {
 // Collective over `world` (MPI, CPU). ConfigError for an unknown work or an empty M list.
 std::vector<PipelineBenchRow> bench_pipeline(comm::Communicator& world,
                                              const PipelineBenchOptions& options);
+
+// `cohort bench pipeline --json`: the work and "rows", one per schedule and M, each with the
+// number of stages.
+nlohmann::json to_json(const std::vector<PipelineBenchRow>& rows,
+                       const PipelineBenchOptions& options, int stages);
 
 }  // namespace cohort::pipeline

@@ -41,6 +41,7 @@ struct FailureRequeueOptions {
 
 struct FailureRequeue {
   bool requeued = false;
+  bool crash_loop = false;  // not requeued: it failed again without a newer checkpoint
   std::string line;
 };
 

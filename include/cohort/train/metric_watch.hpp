@@ -12,7 +12,7 @@
 #include <utility>
 #include <vector>
 
-#include "cohort/train/config.hpp"
+#include "cohort/settings/config.hpp"
 
 namespace cohort::train {
 

@@ -5,7 +5,7 @@
 #include "cohort/monitor/diagnosis.hpp"
 #include "cohort/monitor/monitor.hpp"
 
-#include "cohort/train/config.hpp"
+#include "cohort/settings/config.hpp"
 
 namespace cohort::train {
 

@@ -15,7 +15,7 @@ namespace torch::optim {
 class Optimizer;
 }
 
-#include "cohort/train/config.hpp"
+#include "cohort/settings/config.hpp"
 
 namespace cohort::train {
 

@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "cohort/train/config.hpp"
+#include "cohort/settings/config.hpp"
 
 namespace cohort::comm {
 class MpiSession;

@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "cohort/env/gpu_binding.hpp"
-#include "cohort/train/config.hpp"
+#include "cohort/settings/config.hpp"
 
 namespace cohort::train {
 

@@ -1,26 +1,10 @@
-// Facts about the LibTorch runtime this process uses (version, thread pools, CUDA, oneDNN).
+// Forwarding header, kept for one release: this header is now cohort/ops/torch_runtime.hpp,
+// namespace cohort::ops (the ops module, docs/architecture.md). Code that includes this path and
+// names cohort::train:: builds as before; include the new path and name cohort::ops:: instead.
 #pragma once
 
-#include <string>
+#include "cohort/ops/torch_runtime.hpp"
 
 namespace cohort::train {
-
-struct TorchRuntime {
-  std::string version;  // of the headers this build used (TORCH_VERSION)
-  std::string library;  // the libtorch_cpu file really loaded
-  int intra_op_threads = 0;
-  int inter_op_threads = 0;
-  bool cuda_available = false;
-  int cuda_devices = 0;
-  bool onednn_convolutions = false;  // LibTorch's oneDNN path is on (convolutions run on oneDNN)
-};
-
-TorchRuntime torch_runtime();
-
-// Turns LibTorch's oneDNN path off when the loaded oneDNN is a release whose convolution backward
-// is known to be wrong (env::onednn_convolutions_wrong): LibTorch then runs its own convolution
-// kernels (im2col and BLAS), right and slower. Called by cohort's main and by the Trainer (for
-// programs of their own); idempotent. Returns why it turned oneDNN off, or "".
-std::string guard_convolutions();
-
+using namespace ::cohort::ops;  // NOLINT(google-build-using-namespace)
 }  // namespace cohort::train

@@ -17,6 +17,8 @@
 #include <utility>
 #include <vector>
 
+#include "cohort/models/eval_result.hpp"
+
 namespace cohort::comm {
 class MpiSession;
 }
@@ -24,32 +26,13 @@ namespace cohort::env {
 class Environment;
 }
 
+namespace cohort::settings {
+class Config;
+}  // namespace cohort::settings
+
 namespace cohort::train {
 
-class Config;
-
-struct EvalResult {
-  double loss = 0;           // mean per sample (per token for language models, per value for
-                             // regression and multilabel)
-  double accuracy = 0;       // classification; language models: per token; multilabel: per label
-  double perplexity = 0;     // classification and language models: exp(loss)
-  std::int64_t samples = 0;  // targets evaluated: samples, or tokens for language models
-  bool per_token = false;    // a language model: loss and counts are per token
-  std::string task;          // train.task, resolved: "classification", "regression", ...
-  // The task's metrics by name, in the order the eval line prints them: classification accuracy,
-  // topK_accuracy; regression mse, mae, r2; multilabel label_accuracy, micro_f1; language model
-  // perplexity, accuracy.
-  std::vector<std::pair<std::string, double>> metrics;
-  // NaN when the task has no such metric.
-  double metric(const std::string& name) const;
-};
-
-enum class TargetMetric;  // config.hpp
-// The value of a validation metric of config.hpp's list (NaN: none, or not the task's).
-double metric_value(const EvalResult& result, TargetMetric metric);
-
-// "loss 0.2529 accuracy 0.9721 perplexity 1.288 top5_accuracy 0.9972": the loss, then the metrics.
-std::string eval_text(const EvalResult& result);
+using settings::Config;
 
 // Why a run ended.
 enum class StopReason {

@@ -59,10 +59,10 @@ void keep_to_the_end(at::Tensor tensor) noexcept {
 // A posted MPI_Isend/MPI_Irecv. MPI progresses it whenever MPI is entered: in wait()/test() here,
 // and in any collective the worker thread is running meanwhile. It holds the tensor MPI reads or
 // writes, so that the storage outlives the transfer whatever the caller does with its handle.
-class RequestWork final : public CompletionWork {
+class RequestWork final : public PolledWork {
  public:
   RequestWork(MPI_Request request, at::Tensor tensor, std::function<void()> on_done)
-      : CompletionWork(std::move(on_done)), request_(request), tensor_(std::move(tensor)) {}
+      : PolledWork(std::move(on_done)), request_(request), tensor_(std::move(tensor)) {}
   ~RequestWork() override {
     // Dropped unfinished (its communicator went): the request let go, and MPI completes it on its
     // own into the buffer kept here. A receive is not cancelled: a peer's large send to it then
@@ -75,30 +75,19 @@ class RequestWork final : public CompletionWork {
     keep_to_the_end(std::move(tensor_));
   }
   bool test() override {
-    std::lock_guard<std::mutex> lock(mutex_);
+    std::lock_guard<std::mutex> lock(mutex());
     return test_locked();
   }
   void wait() override {
-    std::lock_guard<std::mutex> lock(mutex_);
+    std::lock_guard<std::mutex> lock(mutex());
     if (done()) return;
     COHORT_MPI_CHECK(MPI_Wait(&request_, MPI_STATUS_IGNORE));
     finish();
   }
-  // The watchdog's check: an MPI_Test, unless the owner is testing or waiting right now (MPI
-  // forbids two threads on one request).
-  // The watchdog's thread: never throws (an error is the owning thread's, at its test or wait).
-  bool poll() override {
-    std::unique_lock<std::mutex> lock(mutex_, std::try_to_lock);
-    if (!lock.owns_lock()) return false;
-    try {
-      return test_locked();
-    } catch (const std::exception&) {  // told by the owner's next test() or wait()
-      return false;
-    }
-  }
 
  private:
-  bool test_locked() {
+  // An MPI_Test (the watchdog's poll() too, unless the owner is testing or waiting right now).
+  bool test_locked() override {
     if (done()) return true;
     int flag = 0;
     COHORT_MPI_CHECK(MPI_Test(&request_, &flag, MPI_STATUS_IGNORE));
@@ -109,7 +98,6 @@ class RequestWork final : public CompletionWork {
     completed();
     tensor_ = at::Tensor();
   }
-  std::mutex mutex_;  // test(), wait() and the watchdog's poll() of one request, one at a time
   MPI_Request request_;
   at::Tensor tensor_;
 };

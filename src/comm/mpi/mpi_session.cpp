@@ -11,6 +11,7 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <string>
 #include <thread>
@@ -220,6 +221,10 @@ NodeLayout MpiSession::verify(env::Topology& t) const {
   layout.node_index = t.node_index;
   layout.node_count = t.node_count;
   return layout;
+}
+
+nlohmann::json to_json(const NodeLayout& layout) {
+  return {{"hosts", layout.hosts}, {"launcher_nodes_per_host", layout.launcher_nodes_per_host}};
 }
 
 std::vector<std::string> MpiSession::gather_to_root(const std::string& mine) const {

@@ -83,22 +83,22 @@ ncclRedOp_t nccl_op(ReduceOp op) {
 // writes it), and its communicator's state (a Work may outlive the communicator). wait() polls
 // the event and NCCL's asynchronous error in turn, so that a peer lost mid-operation ends in an
 // error instead of a wait forever. test(), wait() and the watchdog's poll() take turns.
-class EventWork final : public CompletionWork {
+class EventWork final : public PolledWork {
  public:
   EventWork(NcclStatePtr state, std::shared_ptr<CudaEvent> event, std::vector<at::Tensor> tensors,
             std::function<void()> on_done)
-      : CompletionWork(std::move(on_done)),
+      : PolledWork(std::move(on_done)),
         state_(std::move(state)),
         event_(std::move(event)),
         tensors_(std::move(tensors)) {}
   bool test() override {
-    std::lock_guard<std::mutex> lock(mutex_);
+    std::lock_guard<std::mutex> lock(mutex());
     if (test_locked()) return true;
     state_->check_async_error();
     return false;
   }
   void wait() override {
-    std::lock_guard<std::mutex> lock(mutex_);
+    std::lock_guard<std::mutex> lock(mutex());
     if (!test_locked()) {
       state_->wait_for(event_->get());
       test_locked();
@@ -106,19 +106,9 @@ class EventWork final : public CompletionWork {
     // What runs next on torch's stream (the legacy default stream) follows the operation.
     COHORT_CUDA_CHECK(cudaStreamWaitEvent(cudaStreamLegacy, event_->get(), 0));
   }
-  // The watchdog's thread: never throws (an error is the owning thread's, at its test or wait).
-  bool poll() override {
-    std::unique_lock<std::mutex> lock(mutex_, std::try_to_lock);
-    if (!lock.owns_lock()) return false;
-    try {
-      return test_locked();
-    } catch (const std::exception&) {  // told by the owner's next test() or wait()
-      return false;
-    }
-  }
 
  private:
-  bool test_locked() {
+  bool test_locked() override {
     if (done()) return true;
     const cudaError_t rc = cudaEventQuery(event_->get());
     if (rc == cudaErrorNotReady) return false;
@@ -130,7 +120,6 @@ class EventWork final : public CompletionWork {
     completed();
     return true;
   }
-  std::mutex mutex_;
   NcclStatePtr state_;
   std::shared_ptr<CudaEvent> event_;
   std::vector<at::Tensor> tensors_;

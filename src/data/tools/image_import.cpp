@@ -250,4 +250,19 @@ ImageImportResult import_images(const std::string& out, const ImageImportOptions
   return result;
 }
 
+nlohmann::json to_json(const ImageImportResult& r, const ImageImportOptions& o) {
+  return {{"rank", o.rank},
+          {"world", o.world},
+          {"classes", r.classes},
+          {"listed", r.listed},
+          {"train", r.train},
+          {"val", r.val},
+          {"skipped", r.skipped},
+          {"first_skipped", r.first_skipped},
+          {"out", r.out},
+          {"val_out", r.val_out},
+          {"seconds", r.seconds},
+          {"images_per_second", r.seconds > 0 ? static_cast<double>(r.listed) / r.seconds : 0.0}};
+}
+
 }  // namespace cohort::data

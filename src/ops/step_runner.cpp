@@ -1,0 +1,90 @@
+#include "cohort/ops/step_runner.hpp"
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "cohort/error.hpp"
+
+namespace cohort::ops {
+namespace {
+
+constexpr int kForwarded[] = {SIGUSR1, SIGUSR2, SIGTERM, SIGINT, SIGHUP, SIGXCPU};
+constexpr std::chrono::seconds kKillAfter{10};
+
+[[noreturn]] void exec_child(const std::vector<std::string>& argv, const sigset_t& previous,
+                             int child_stderr) {
+  sigprocmask(SIG_SETMASK, &previous, nullptr);
+  if (child_stderr >= 0) dup2(child_stderr, STDERR_FILENO);
+  std::vector<char*> c_argv;
+  for (const auto& word : argv) c_argv.push_back(const_cast<char*>(word.c_str()));
+  c_argv.push_back(nullptr);
+  execvp(c_argv[0], c_argv.data());
+  std::fprintf(stderr, "cohort: error: supervise: cannot run %s: %s\n", c_argv[0],
+               std::strerror(errno));
+  std::_Exit(127);
+}
+
+timespec to_timespec(std::chrono::steady_clock::duration left) {
+  const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(left).count();
+  return {static_cast<time_t>(ns / 1000000000), static_cast<long>(ns % 1000000000)};
+}
+
+}  // namespace
+
+StepEnd run_forwarding(const std::vector<std::string>& argv, std::chrono::seconds timeout,
+                       UniqueFd child_stderr, bool stop_as_usr1) {
+  sigset_t set, previous;
+  sigemptyset(&set);
+  for (const int signal : kForwarded) sigaddset(&set, signal);
+  sigaddset(&set, SIGCHLD);
+  COHORT_CHECK(sigprocmask(SIG_BLOCK, &set, &previous) == 0, EnvironmentError,
+               "sigprocmask failed: ", std::strerror(errno));
+  std::fflush(nullptr);
+  // Ranks under mpirun write to a pseudo-terminal whatever mpirun's own output is: tell the
+  // monitor's console (docs/monitoring.md) what the user's is.
+  setenv("COHORT_STDOUT_TTY", isatty(STDOUT_FILENO) ? "1" : "0", 0);
+  const pid_t child = fork();
+  COHORT_CHECK(child >= 0, EnvironmentError, "fork failed: ", std::strerror(errno));
+  if (child == 0) exec_child(argv, previous, child_stderr.get());
+  child_stderr.reset();  // the child's alone: its reader sees the end when the child's is closed
+  using Clock = std::chrono::steady_clock;
+  auto deadline = timeout.count() > 0 ? Clock::now() + timeout : Clock::time_point::max();
+  StepEnd end;
+  int status = 0;
+  bool stopping = false;  // a stop signal was passed on already
+  while (true) {
+    siginfo_t info{};
+    const timespec left = to_timespec(std::max(deadline - Clock::now(), Clock::duration(0)));
+    const int signal = deadline == Clock::time_point::max() ? sigwaitinfo(&set, &info)
+                                                            : sigtimedwait(&set, &info, &left);
+    if (signal < 0 && errno == EAGAIN) {  // the deadline: end the step, then for good
+      kill(child, end.timed_out ? SIGKILL : SIGTERM);
+      end.timed_out = true;
+      deadline = Clock::now() + kKillAfter;
+      continue;
+    }
+    if (signal < 0) continue;  // EINTR
+    if (signal != SIGCHLD) {
+      // Sent to this process (kill, scancel, Slurm's --signal): passed on. One the terminal sent
+      // (Ctrl-C: si_code SI_KERNEL) reached the step's own process group already; passing it
+      // again would be a second Ctrl-C, which mpirun takes as "abort now".
+      const bool stop = signal != SIGUSR1 && signal != SIGUSR2;
+      const int passed = stop && stop_as_usr1 && !stopping ? SIGUSR1 : signal;
+      stopping = stopping || stop;
+      if (info.si_code <= 0) kill(child, passed);  // the step may have ended: none to pass to
+      continue;
+    }
+    if (waitpid(child, &status, WNOHANG) == child) break;
+  }
+  sigprocmask(SIG_SETMASK, &previous, nullptr);
+  end.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return end;
+}
+
+}  // namespace cohort::ops
