@@ -18,6 +18,7 @@
 #include "cohort/settings/config.hpp"
 #include "cohort/settings/config_paths.hpp"
 #include "command.hpp"
+#include "mpi_start.hpp"
 #include "options.hpp"
 
 namespace po = boost::program_options;
@@ -59,7 +60,7 @@ int run_doctor(const std::vector<std::string>& args, int* argc, char*** argv) {
       static_cast<int>(environment.get_int("SLURM_JOB_NUM_NODES").value_or(topology.node_count)));
   if (o.ranks_per_node <= 0) o.ranks_per_node = std::max(1, (o.ranks + nodes - 1) / nodes);
   const std::string node = topology.host.empty() ? env::hostname() : topology.host;
-  comm::MpiSession session(argc, argv);
+  comm::MpiSession session(argc, argv, startup_limit(config));
   const auto report = ops::run_doctor(config, o, session, node);
   if (session.rank() != 0) return 0;
   const auto json = ops::to_json(report);

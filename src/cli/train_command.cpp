@@ -4,7 +4,6 @@
 #include <cstdio>
 #include <iostream>
 #include <nlohmann/json.hpp>
-#include <thread>
 
 #include "cohort/comm/allocator.hpp"
 #include "cohort/comm/mpi_session.hpp"
@@ -19,6 +18,7 @@
 #include "cohort/train/trainer.hpp"
 #include "command.hpp"
 #include "launch_record.hpp"
+#include "mpi_start.hpp"
 #include "train_arguments.hpp"
 
 namespace cohort::cli {
@@ -53,10 +53,7 @@ int run_train(const std::vector<std::string>& args, int* argc, char*** argv) {
   settings::check_training_outputs(config);
   comm::tune_allocator(config.train.malloc_tuning);  // before anything allocates much
   const auto topology = env::detect(env::Environment::from_process());  // before MPI_Init
-  if (config.debug.start_delay_rank == topology.rank) {
-    std::this_thread::sleep_for(std::chrono::seconds(config.debug.start_delay_s));
-  }
-  comm::MpiSession session(argc, argv, std::chrono::seconds(config.parallel.timeout_s));
+  comm::MpiSession session(argc, argv, startup_limit(config));
   const auto s = run_reporting_node_faults(config, topology, session, arguments.json);
   // Stopped by a signal after its checkpoint: every rank says "resume me" (75), so that srun's
   // and mpirun's exit status say it too.

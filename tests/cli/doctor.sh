@@ -12,6 +12,8 @@
 #               devices the process sees (here none: a CPU LibTorch, no GPU)
 #   84 slurm    a job environment whose slurm.conf names a controller that does not answer (a
 #               network namespace of its own: nothing listens there)
+#   76 start-up a peer rank that never starts (as one that died inside MPI_Init): the others end
+#               after parallel.timeout_s instead of waiting in MPI's start-up forever
 #   86 network  two ranks whose only link (loopback in a network namespace) is throttled to 200
 #               Mbit/s by tc: the all-reduce's bus bandwidth falls below slurm.preflight_bandwidth
 # Not produced here, and why (no fake stands in for them):
@@ -22,7 +24,7 @@
 #               and setting it moves every process's clock (and the host's) together.
 # Every failing case is paired with a passing one that differs only by the cause, and each must
 # have exactly one FAIL row: the exit code comes from that cause and no other check.
-# Two tests: `plain` (cli.doctor: 81, 82, 83, any user) and `root` (cli.doctor.root: 80, 84, 86,
+# Two tests: `plain` (cli.doctor: 81, 82, 83, 76, any user) and `root` (cli.doctor.root: 80, 84, 86,
 # which mount tmpfs and make network namespaces; without root: SKIP, 79). The root one runs in a
 # mount namespace of its own, so that even a killed run leaves no mount behind; the trap unmounts
 # as well.
@@ -152,6 +154,22 @@ if [ "$mode" = plain ]; then
   echo "$line" | grep -q "^parallel.backend = nccl needs 64 GPU(s) on this node, CUDA sees [0-9]*$" ||
     fail "gpu: the row does not say the NCCL run needs a GPU per rank: $line"
 
+  # 76: a peer rank that never starts (mpirun's rank 1 runs sleep instead of cohort), as one that
+  # died inside MPI_Init leaves the others (a SIGSEGV in Open MPI 4.1's start-up, seen under Slurm
+  # on a loaded Debian 12): rank 0 waits in MPI's start-up for parallel.timeout_s, then ends with
+  # the watchdog's 76 and says why, and mpirun ends the sleeper. Without the guard it waits forever.
+  start=$(date +%s)
+  rc=0
+  $MPIEXEC $MPIEXEC_FLAGS -np 2 bash -c \
+    'if [ "${OMPI_COMM_WORLD_RANK:-0}" = 1 ]; then exec sleep 200; fi; exec "$@"' _ \
+    "$cohort" doctor --set data.path="$work/set.h5" --set train.run_dir="$work/run" \
+    --set parallel.timeout_s=5 >late.out 2>&1 || rc=$?
+  took=$(($(date +%s) - start))
+  [ "$rc" = 76 ] || fail "late: a peer that never started: exit $rc, not 76: $(cat late.out)"
+  grep -q "^cohort: watchdog: rank 0: MPI start-up not done after 5 s (parallel.timeout_s)" late.out ||
+    fail "late: no start-up watchdog line: $(cat late.out)"
+  [ "$took" -lt 120 ] || fail "late: the start-up guard took $took s (parallel.timeout_s 5)"
+
 fi
 
 if [ "$mode" = root ]; then
@@ -211,7 +229,8 @@ CONF
 fi
 
 if [ "$mode" = plain ]; then
-  echo "cohort doctor: 81, 82, 83 (a run on NCCL without its GPUs) from real causes"
+  echo "cohort doctor: 81, 82, 83 (a run on NCCL without its GPUs) from real causes; 76 after" \
+    "$took s when a peer rank never starts"
 else
   echo "cohort doctor as root: 80 (small, full, read-only run_dir), 84, 86 from real causes; 85" \
     "has none on this machine, nor 83's NVML faults (see the header)"

@@ -5,8 +5,10 @@
 // in which case it neither initialises nor finalises), duplicates MPI_COMM_WORLD into Cohort's own
 // communicator with errors returned (never aborting silently), and splits it by shared-memory node.
 // The destructor frees both communicators and finalises MPI; it never throws.
-// With `ready_within`, a start-up that is not done in that time (a peer rank that never joins)
-// ends the process with exit code 76, as the collective watchdog does.
+// `ready_within`: a start-up that is not done in that time (a peer rank that never joins, or one
+// that died inside MPI_Init) ends the process with exit code 76, as the collective watchdog does.
+// Without a limit the other ranks of a job whose rank died in its start-up wait in MPI_Init or
+// the world's duplicate forever, so there is always one unless a caller passes 0.
 // The header keeps mpi.h out of its includers.
 #pragma once
 
@@ -32,10 +34,12 @@ struct NodeLayout {
 // `cohort env --json`'s "mpi_layout": hosts, launcher_nodes_per_host (the rest: the topology's).
 nlohmann::json to_json(const NodeLayout& layout);
 
+// The start-up limit when the caller has no other: parallel.timeout_s's default.
+inline constexpr std::chrono::seconds kStartupLimit{600};
+
 class MpiSession {
  public:
-  explicit MpiSession(int* argc, char*** argv,
-                      std::chrono::seconds ready_within = std::chrono::seconds(0));
+  explicit MpiSession(int* argc, char*** argv, std::chrono::seconds ready_within = kStartupLimit);
   ~MpiSession();
   MpiSession(const MpiSession&) = delete;
   MpiSession& operator=(const MpiSession&) = delete;
