@@ -50,11 +50,12 @@ reference_run() {
   $MPIEXEC $MPIEXEC_FLAGS -np 2 cohort train --config "$(run_ini "$name")" "$@" \
     >"$work/$name.log" 2>&1 || fail "the uninterrupted run failed: $(cat "$work/$name.log")"
 }
-# wait_end JOB: waits until the job is COMPLETED or failed for good (a requeue passes through
-# other states); prints the final state.
+# wait_end JOB [SECONDS]: waits until the job is COMPLETED or failed for good (a requeue passes
+# through other states), at most SECONDS (default 600: the test's own timeout is usually the
+# shorter); prints the final state, or the last one seen when the time ran out.
 wait_end() {
-  local s=
-  for _ in $(seq 1 1500); do
+  local s= deadline=$((SECONDS + ${2:-600}))
+  while [ "$SECONDS" -lt "$deadline" ]; do
     s=$(scontrol show job "$1" 2>/dev/null | grep -o 'JobState=[A-Z_]*' | cut -d= -f2)
     case "$s" in COMPLETED|FAILED|CANCELLED|TIMEOUT|NODE_FAIL) break ;; esac
     sleep 0.2
