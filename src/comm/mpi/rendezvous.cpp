@@ -190,7 +190,7 @@ void Rendezvous::admit_next(MPI_Comm& world, const std::string& port) {
     while ((ready = ::poll(&p, 1, ms_left(deadline))) < 0 && errno == EINTR) {
     }
     int joined = 0;
-    MPI_Comm_size(world, &joined);
+    COHORT_MPI_CHECK(MPI_Comm_size(world, &joined));
     COHORT_CHECK(ready > 0, CommError, "rendezvous: only ", joined, " of ", size_,
                  " ranks arrived within COHORT_RENDEZVOUS_TIMEOUT_S (", timeout_.count(), " s)");
     const UniqueFd client(::accept4(listener_.get(), nullptr, nullptr, SOCK_CLOEXEC));
@@ -200,8 +200,8 @@ void Rendezvous::admit_next(MPI_Comm& world, const std::string& port) {
   MPI_Comm inter = MPI_COMM_NULL, merged = MPI_COMM_NULL;
   COHORT_MPI_CHECK(MPI_Comm_accept(port.c_str(), MPI_INFO_NULL, 0, world, &inter));
   COHORT_MPI_CHECK(MPI_Intercomm_merge(inter, 0, &merged));
-  MPI_Comm_free(&inter);
-  if (world != MPI_COMM_SELF) MPI_Comm_free(&world);
+  COHORT_MPI_CHECK(MPI_Comm_free(&inter));
+  if (world != MPI_COMM_SELF) COHORT_MPI_CHECK(MPI_Comm_free(&world));
   world = merged;
 }
 
@@ -215,18 +215,21 @@ MPI_Comm Rendezvous::join() {
     MPI_Comm inter = MPI_COMM_NULL;
     COHORT_MPI_CHECK(MPI_Comm_connect(port_name_.c_str(), MPI_INFO_NULL, 0, MPI_COMM_SELF, &inter));
     COHORT_MPI_CHECK(MPI_Intercomm_merge(inter, 1, &world));
-    MPI_Comm_free(&inter);
+    COHORT_MPI_CHECK(MPI_Comm_free(&inter));
   }
-  for (int joined = 0; MPI_Comm_size(world, &joined) == MPI_SUCCESS && joined < size_;) {
+  int joined = 0;
+  COHORT_MPI_CHECK(MPI_Comm_size(world, &joined));
+  while (joined < size_) {
     admit_next(world, port_name_);
+    COHORT_MPI_CHECK(MPI_Comm_size(world, &joined));
   }
   if (rank_ == 0) {
-    MPI_Close_port(port_name_.c_str());
+    COHORT_MPI_CHECK(MPI_Close_port(port_name_.c_str()));
     listener_.reset();
   }
   MPI_Comm ordered = MPI_COMM_NULL;
   COHORT_MPI_CHECK(MPI_Comm_split(world, 0, rank_, &ordered));
-  if (world != MPI_COMM_SELF) MPI_Comm_free(&world);
+  if (world != MPI_COMM_SELF) COHORT_MPI_CHECK(MPI_Comm_free(&world));
   return ordered;
 }
 
