@@ -66,12 +66,14 @@ MinJobAge=300
 JobCompType=jobcomp/none
 AccountingStorageType=accounting_storage/none
 CONF
-  # One fence algorithm for every PMIx fence. Slurm's default (ring for a fence that collects data,
-  # tree for one that does not) gave, 3 times in ~100 three-node starts on a loaded Debian 12 (Slurm
-  # 22.05, Open MPI 4.1), two ranks the release of MPI_Init's last fence while rank 0 still waited
-  # in its first: their first message reached rank 0 before its PML was ready, a SIGSEGV inside
-  # MPI_Init. With tree (or ring, or without direct connections) alone: none in 180.
-  echo "PMIxCollFence=tree" >"$dir/mpi.conf"
+  # The ring algorithm for every PMIx fence. Slurm's default (ring for a fence that collects data,
+  # tree for one that does not) gave, 3 times in ~100 three-node starts on a loaded Debian 12
+  # (Slurm 22.05, Open MPI 4.1), two ranks the release of MPI_Init's last fence while rank 0 still
+  # waited in its first: their first message reached rank 0 before its PML was ready, a SIGSEGV
+  # inside MPI_Init; ring alone (or tree alone): none in 60. Tree alone is no cure: on Debian 13
+  # (Slurm 24.11, Open MPI 5) it crashed rank 0 of `srun -N2 -n3` in 1 of the first 2 starts,
+  # twice, where the default and ring ran 40 each without one (docs/slurm-sandbox.md).
+  echo "PMIxCollFence=ring" >"$dir/mpi.conf"
   # Fake nodes share one kernel: give each its own TMPDIR and Open MPI shared-memory directory, or
   # the vader segments of two "nodes" (named by host name, job and local rank, in /dev/shm) collide.
   cat >"$dir/task_prolog.sh" <<PROLOG
