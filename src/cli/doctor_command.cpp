@@ -60,6 +60,7 @@ int run_doctor(const std::vector<std::string>& args, int* argc, char*** argv) {
       static_cast<int>(environment.get_int("SLURM_JOB_NUM_NODES").value_or(topology.node_count)));
   if (o.ranks_per_node <= 0) o.ranks_per_node = std::max(1, (o.ranks + nodes - 1) / nodes);
   const std::string node = topology.host.empty() ? env::hostname() : topology.host;
+  apply_start_delay(config, topology.rank);
   comm::MpiSession session(argc, argv, startup_limit(config));
   const auto report = ops::run_doctor(config, o, session, node);
   if (session.rank() != 0) return 0;

@@ -14,9 +14,13 @@
 
 namespace cohort::cli {
 
-// The limit of a command run with a training's settings: its parallel.timeout_s. Also honours
-// the fault switch debug.start_delay_rank/start_delay_s: that rank sleeps here, before MPI_Init,
-// and joins late (tests/train/bad_runs.sh).
-std::chrono::seconds startup_limit(const settings::TrainConfig& config);
+// The limit of a command run with a training's settings: its parallel.timeout_s.
+inline std::chrono::seconds startup_limit(const settings::TrainConfig& config) {
+  return std::chrono::seconds(config.parallel.timeout_s);
+}
+
+// The fault switch debug.start_delay_rank/start_delay_s: that rank sleeps here, before MPI_Init,
+// and joins late (tests/train/bad_runs.sh). Call it before starting MPI.
+void apply_start_delay(const settings::TrainConfig& config, int rank);
 
 }  // namespace cohort::cli

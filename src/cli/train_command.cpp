@@ -53,6 +53,7 @@ int run_train(const std::vector<std::string>& args, int* argc, char*** argv) {
   settings::check_training_outputs(config);
   comm::tune_allocator(config.train.malloc_tuning);  // before anything allocates much
   const auto topology = env::detect(env::Environment::from_process());  // before MPI_Init
+  apply_start_delay(config, topology.rank);
   comm::MpiSession session(argc, argv, startup_limit(config));
   const auto s = run_reporting_node_faults(config, topology, session, arguments.json);
   // Stopped by a signal after its checkpoint: every rank says "resume me" (75), so that srun's
