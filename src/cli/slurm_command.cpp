@@ -72,7 +72,8 @@ int run_submit(const std::vector<std::string>& args, int*, char***) {
   desc.add_options()("help,h", "show this help")(
       "config,c", path_value(&o.config, PathKind::kFile)->required(), "the training's INI file")(
       "set", po::value(&o.overrides)->composing(), "override: section.key=value (repeatable)")(
-      "nodes,N", po::value(&o.nodes)->default_value(1), "nodes")(
+      "nodes,N", po::value(&o.nodes)->default_value(1),
+      "nodes to train on (the job asks for slurm.spare_nodes more)")(
       "tasks-per-node", po::value(&o.tasks_per_node)->default_value(1), "ranks per node")(
       "cpus-per-task", po::value(&o.cpus_per_task)->default_value(0), "0: the template's")(
       "gpus-per-node", po::value(&o.gpus_per_node)->default_value(0), "0: none")(
@@ -89,6 +90,7 @@ int run_submit(const std::vector<std::string>& args, int*, char***) {
   if (!parsed) return 0;
   const po::variables_map& vm = *parsed;
   const auto config = settings::Config::load(o.config, o.overrides);  // a bad one fails here
+  o.spare_nodes = static_cast<int>(config.slurm.spare_nodes);
   o.config = std::filesystem::absolute(o.config).string();
   const std::string script = slurm::render_job_script(read_text(template_path), o);
   if (vm.count("dry-run")) {

@@ -5,7 +5,6 @@
 #include <boost/program_options.hpp>
 #include <cstdio>
 
-#include "cohort/env/environment.hpp"
 #include "cohort/error.hpp"
 #include "cohort/ops/supervise.hpp"
 #include "cohort/settings/config.hpp"
@@ -24,14 +23,12 @@ int run_supervise(const std::vector<std::string>& args, int*, char***) {
   desc.add_options()("help,h", "show this help")(
       "config,c", path_value(&file, PathKind::kFile)->required(), "the training's INI file")(
       "set", po::value(&overrides)->composing(), "override: section.key=value (repeatable)")(
-      "ranks,n", po::value(&ranks)->default_value(0), "ranks (0: SLURM_NTASKS, else 1)");
+      "ranks,n", po::value(&ranks)->default_value(0),
+      "ranks (0: SLURM_NTASKS, else 1; with slurm.spare_nodes, the step's nodes x tasks per node)");
   const auto parsed =
       parse_or_help(args, desc, "usage: cohort supervise --config FILE [--set k=v ...] [-n N]\n");
   if (!parsed) return 0;
   const auto config = settings::Config::load(file, overrides);  // a bad one fails before the step
-  if (ranks <= 0) {
-    ranks = static_cast<int>(env::Environment::from_process().get_int("SLURM_NTASKS").value_or(1));
-  }
   const ops::StepCommand command{self_executable(), file, overrides};
   return ops::supervise(config, command, ranks, [](const std::string& line) {
     std::printf("%s\n", line.c_str());

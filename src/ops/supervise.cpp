@@ -16,6 +16,7 @@
 #include "cohort/ops/doctor.hpp"
 #include "cohort/ops/step_runner.hpp"
 #include "cohort/ops/supervision.hpp"
+#include "ops/restart_loop.hpp"
 
 namespace cohort::ops {
 namespace {
@@ -57,10 +58,12 @@ std::optional<DoctorReport> read_report(const std::string& path, const StepEnd& 
 
 std::vector<std::string> step_argv(const StepCommand& command, const std::string& subcommand,
                                    const std::vector<std::string>& extra, int ranks,
-                                   bool one_per_node) {
+                                   bool one_per_node, const StepPlacement& placement) {
   env::LaunchOptions launch;
   launch.ranks = ranks;
   launch.one_per_node = one_per_node;
+  launch.nodelist = placement.nodelist;
+  launch.exclude = placement.exclude;
   launch.running_as_root = geteuid() == 0;
   launch.cores = env::online_cpus();
   launch.command = {command.self, subcommand, "--config", command.file};
@@ -71,24 +74,38 @@ std::vector<std::string> step_argv(const StepCommand& command, const std::string
   return env::launch_argv(env::detect(env::Environment::from_process()), launch);
 }
 
-std::optional<int> preflight(const settings::Config& config, const StepCommand& command, int ranks,
-                             const Say& say) {
-  if (!config.slurm.preflight) return std::nullopt;
-  const auto environment = env::Environment::from_process();
-  const int nodes = static_cast<int>(environment.get_int("SLURM_JOB_NUM_NODES").value_or(1));
+namespace detail {
+
+std::optional<DoctorReport> preflight_report(const settings::Config& config,
+                                             const StepCommand& command, int ranks, int nodes,
+                                             const Say& say) {
   const ReportFile report_file;
   const auto argv = step_argv(command, "doctor",
                               {"--ranks", std::to_string(ranks), "--output", report_file.path()},
                               nodes, /*one_per_node=*/true);
   const auto end = run_forwarding(argv, std::chrono::seconds(config.slurm.preflight_timeout));
-  const auto report = read_report(report_file.path(), end, say);
+  return read_report(report_file.path(), end, say);
+}
+
+std::string network_note(const DoctorReport& report) {
+  const auto& network = report.network;
+  return network.status == CheckStatus::kFail
+             ? "; network below slurm.preflight_bandwidth: " + network.detail
+             : "";
+}
+
+}  // namespace detail
+
+std::optional<int> preflight(const settings::Config& config, const StepCommand& command, int ranks,
+                             const Say& say) {
+  if (!config.slurm.preflight) return std::nullopt;
+  const auto environment = env::Environment::from_process();
+  const int nodes = static_cast<int>(environment.get_int("SLURM_JOB_NUM_NODES").value_or(1));
+  const auto report = detail::preflight_report(config, command, ranks, nodes, say);
   if (decide_preflight(report) == PreflightVerdict::kTrain) {
     if (report) {
-      const auto& network = report->network;
       say("pre-flight: " + std::to_string(report->nodes.size()) + " node(s) ready" +
-          (network.status == CheckStatus::kFail
-               ? "; network below slurm.preflight_bandwidth: " + network.detail
-               : ""));
+          detail::network_note(*report));
     }
     return std::nullopt;
   }
@@ -100,13 +117,21 @@ std::optional<int> preflight(const settings::Config& config, const StepCommand& 
 
 int supervise(const settings::Config& config, const StepCommand& command, int ranks,
               const Say& say) {
+  const auto environment = env::Environment::from_process();
+  if (config.slurm.spare_nodes > 0 && environment.has("SLURM_JOB_NODELIST") &&
+      environment.has("SLURM_JOB_ID")) {
+    return detail::supervise_with_spares(config, command, ranks, say);
+  }
+  if (ranks <= 0) ranks = static_cast<int>(environment.get_int("SLURM_NTASKS").value_or(1));
   if (const auto stop = preflight(config, command, ranks, say)) return *stop;
   const int code = run_forwarding(step_argv(command, "train", {}, ranks, false)).code;
   say("cohort-train: step ended with exit code " + std::to_string(code));
   std::optional<slurm::FailureRequeue> requeue;
   if (requeue_after_step(code)) {
-    requeue = requeue_after_failure(config, "step failed (exit " + std::to_string(code) + ")",
-                                    env::Environment::from_process());
+    const std::string reason = "step failed (exit " + std::to_string(code) + ")";
+    auto pending = detail::pend_requeue(config, reason, environment);
+    requeue = requeue_after_failure(config, reason, environment);
+    detail::settle_requeue(config, std::move(pending), *requeue);
     say(requeue->line);
   }
   return supervise_exit(code, requeue);

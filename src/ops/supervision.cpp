@@ -25,8 +25,13 @@ using namespace ::cohort::settings;  // NOLINT(google-build-using-namespace)
 namespace {
 
 // The last step rank 0 recorded in <train.run_dir>/metrics.jsonl (one record per step), i.e. where
-// the run stopped; nullopt when there is none. Reads only the file's tail.
-std::optional<std::int64_t> last_step(const TrainConfig& config) {
+// the run stopped, and that record's time (Unix ms, 0 when it has none); nullopt when there is
+// none. Reads only the file's tail.
+struct LastStep {
+  std::int64_t step = -1;
+  std::int64_t t_ms = 0;
+};
+std::optional<LastStep> last_step(const TrainConfig& config) {
   const std::string path = config.train.run_dir + "/metrics.jsonl";
   std::error_code error;
   if (!std::filesystem::exists(std::filesystem::symlink_status(path, error))) return std::nullopt;
@@ -45,12 +50,16 @@ std::optional<std::int64_t> last_step(const TrainConfig& config) {
   std::string tail(static_cast<std::size_t>(file.size() - from), '\0');
   io::read_at(file.fd(), from, tail.data(), tail.size(), path);
   std::istringstream in(tail);
-  std::optional<std::int64_t> step;
+  std::optional<LastStep> step;
   for (std::string line; std::getline(in, line);) {
     const auto record = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
     if (record.is_object() && record.value("event", "") == "step" && record.contains("step") &&
         record["step"].is_number_integer()) {
-      step = record["step"].get<std::int64_t>();
+      const auto t = record.find("t");  // Unix seconds, to the millisecond
+      const bool timed =
+          t != record.end() && t->is_number() && t->get<double>() > 0 && t->get<double>() < 1e11;
+      step = LastStep{record["step"].get<std::int64_t>(),
+                      timed ? static_cast<std::int64_t>(t->get<double>() * 1000) : 0};
     }
   }
   return step;
@@ -80,10 +89,20 @@ slurm::RestartBudgets restart_budgets(const TrainConfig& config) {
   return b;
 }
 
+RunPoint run_point(const TrainConfig& config) {
+  RunPoint point;
+  const auto last = last_step(config);
+  point.at.step = last ? last->step : -1;
+  point.last_step_ms = last ? last->t_ms : 0;
+  point.at.checkpoint = resume_checkpoint(config);
+  return point;
+}
+
 slurm::FailureRequeue requeue_after_failure(const TrainConfig& config, const std::string& reason,
                                             const env::Environment& environment,
                                             slurm::RestartCause cause,
-                                            std::vector<slurm::FailedNode> faulty) {
+                                            std::vector<slurm::FailedNode> faulty,
+                                            const std::optional<KnownBlame>& known) {
   slurm::FailureRequeueOptions o;
   o.budgets = restart_budgets(config);
   o.cause = cause;
@@ -93,8 +112,13 @@ slurm::FailureRequeue requeue_after_failure(const TrainConfig& config, const std
   o.faulty = std::move(faulty);
   for (auto& node : read_fault_reports(config.train.run_dir + "/node_faults", reports))
     o.faulty.push_back(std::move(node));
-  o.at.step = last_step(config).value_or(-1);
-  o.at.checkpoint = resume_checkpoint(config);
+  if (known) {
+    o.blame_known = true;
+    o.left_out = known->left_out;
+    o.step_nodes = known->step_nodes;
+    o.job_nodes = known->job_nodes;
+  }
+  o.at = run_point(config).at;
   o.after_requeue = o.at.checkpoint.empty() ? "; no checkpoint yet: the next run starts over"
                                             : "; the next run resumes from " + o.at.checkpoint;
   auto outcome = slurm::requeue_after_failure(o, reason, environment);

@@ -359,6 +359,10 @@ std::vector<KeySpec> slurm_keys() {
       {COHORT_KEY(slurm, node_failure_wait), K::kInt, "30",
        "after a failed step, wait up to this many seconds for the controller to flag a lost node",
        "", 0, 1048576},
+      {COHORT_KEY(slurm, spare_nodes), K::kInt, "0",
+       "cohort supervise: this many of the job's nodes are hot spares (submit N+K nodes): a "
+       "failed step restarts at once in the job, a spare for each lost node, without a requeue",
+       "", 0, 1024},
   };
 }
 

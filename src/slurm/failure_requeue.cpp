@@ -41,6 +41,7 @@ std::vector<FailedNode> lost_nodes(const FailureRequeueOptions& o,
   const auto list = environment.get("SLURM_JOB_NODELIST");
   if (!list || o.max_excluded_nodes <= 0) return {};
   std::vector<FailedNode> nodes = o.faulty;
+  if (o.blame_known) return nodes;  // the caller asked the controller already
   try {
     const auto wait = o.faulty.empty() ? o.node_failure_wait : std::chrono::seconds(0);
     for (auto& node : failed_nodes(env::expand_hostlist(*list, "SLURM_JOB_NODELIST"), wait)) {
@@ -88,6 +89,19 @@ std::string exclude(int limit, const std::string& job_id, const std::vector<Fail
   return text;
 }
 
+// A job with spares, requeued after they were used up: it may start on step_nodes to job_nodes
+// nodes, so that it is not left pending for N+K nodes that the exclusion no longer leaves.
+// Returns the tail of the line: ", on 3-4 nodes".
+std::string node_range(const FailureRequeueOptions& o, const std::string& job_id) {
+  if (o.step_nodes <= 0 || o.job_nodes <= o.step_nodes) return "";
+  try {
+    set_node_range(job_id, o.step_nodes, o.job_nodes);
+  } catch (const Error& e) {  // the job is requeued all the same; it may wait for N+K nodes
+    return ", could not let it start on fewer nodes: " + std::string(e.what());
+  }
+  return ", on " + std::to_string(o.step_nodes) + "-" + std::to_string(o.job_nodes) + " nodes";
+}
+
 }  // namespace
 
 bool lost_rank_exit(int exit_code) {
@@ -124,8 +138,14 @@ FailureRequeue requeue_after_failure(const FailureRequeueOptions& o, const std::
   std::signal(SIGTERM, SIG_IGN);
   const auto outcome = requeue_within_budget(job, o.budgets, o.cause, /*act=*/true, o.at);
   line += outcome.text;
-  if (outcome.requeued) line += exclude(o.max_excluded_nodes, job.job_id, failed) + o.after_requeue;
-  return {outcome.requeued, /*crash_loop=*/false, line};
+  if (outcome.requeued) {
+    auto excluded = failed;  // the nodes lost now, then those left out of earlier steps
+    if (o.max_excluded_nodes > 0)
+      excluded.insert(excluded.end(), o.left_out.begin(), o.left_out.end());
+    line += exclude(o.max_excluded_nodes, job.job_id, excluded) + node_range(o, job.job_id) +
+            o.after_requeue;
+  }
+  return {outcome.requeued, /*crash_loop=*/false, line, failed};
 }
 
 }  // namespace cohort::slurm

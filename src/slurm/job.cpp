@@ -110,45 +110,96 @@ void requeue(const std::string& target) {
   }
 }
 
-RequeueOutcome requeue_within_budget(const JobIdentity& job, const RestartBudgets& budgets,
-                                     RestartCause cause, bool act,
-                                     const std::optional<FailurePoint>& failure) {
+namespace {
+
+// The checks a requeue and a restart in the allocation share: the job, slurm.requeue,
+// slurm.max_restarts (SLURM_RESTART_COUNT and the ledger's restarts in the allocation) and the
+// cause's budget. A refusal's text, or "" with the ledger and the count used so far.
+struct BudgetCheck {
+  std::string refusal;
+  RestartLedger ledger;
+  std::int64_t used = 0;
+  CauseBudget budget{};
+};
+
+BudgetCheck check_budget(const JobIdentity& job, const RestartBudgets& budgets,
+                         RestartCause cause) {
+  BudgetCheck check;
   std::ostringstream text;
-  if (!job.in_job || !budgets.requeue) return {false, "stopping to be resumed (exit code 75)"};
-  if (budgets.max_restarts >= 0 && job.restart_count >= budgets.max_restarts) {
-    text << "restart budget spent (" << job.restart_count << "/" << budgets.max_restarts
-         << " restarts, slurm.max_restarts): not requeueing job " << job.target;
-    return {false, text.str()};
+  if (!job.in_job || !budgets.requeue) {
+    check.refusal = "stopping to be resumed (exit code 75)";
+    return check;
   }
   // Without a ledger (a library user's own launcher) every restart counts against each budget.
-  auto ledger =
+  check.ledger =
       budgets.ledger.empty() ? RestartLedger{} : RestartLedger::load(budgets.ledger, job.job_id);
-  if (budgets.ledger.empty()) ledger.count(cause) = job.restart_count;
-  const auto [noun, key, max] = budget_of(cause, budgets);
-  const std::int64_t used = ledger.count(cause);
-  if (max >= 0 && used >= max) {
-    text << noun << " budget spent (" << used << "/" << max << " " << noun << "s, " << key
-         << "): not requeueing job " << job.target;
-    return {false, text.str()};
+  if (budgets.ledger.empty()) check.ledger.count(cause) = job.restart_count;
+  const std::int64_t restarts = job.restart_count + check.ledger.in_allocation;
+  if (budgets.max_restarts >= 0 && restarts >= budgets.max_restarts) {
+    text << "restart budget spent (" << restarts << "/" << budgets.max_restarts
+         << " restarts, slurm.max_restarts): not requeueing job " << job.target;
+    check.refusal = text.str();
+    return check;
   }
-  try {
-    if (act) requeue(job.target);
-  } catch (const SlurmError& e) {  // said, not swallowed: the caller stops resumable
-    text << "could not requeue job " << job.target << ": " << e.what()
-         << "; stopping to be resumed (exit code 75)";
-    return {false, text.str()};
+  check.budget = budget_of(cause, budgets);
+  check.used = check.ledger.count(cause);
+  if (check.budget.max >= 0 && check.used >= check.budget.max) {
+    text << check.budget.noun << " budget spent (" << check.used << "/" << check.budget.max << " "
+         << check.budget.noun << "s, " << check.budget.key << "): not requeueing job "
+         << job.target;
+    check.refusal = text.str();
   }
-  if (act && !budgets.ledger.empty()) {
-    ledger.record(cause, failure);
-    ledger.save(budgets.ledger);
-  }
-  text << "requeued job " << job.target << " (" << noun << " " << used + 1;
-  if (max >= 0) {
-    text << "/" << max << ")";
+  return check;
+}
+
+// "(failure 2/3)", "(preemption 4, no limit)".
+std::string count_text(const BudgetCheck& check) {
+  std::ostringstream text;
+  text << "(" << check.budget.noun << " " << check.used + 1;
+  if (check.budget.max >= 0) {
+    text << "/" << check.budget.max << ")";
   } else {
     text << ", no limit)";
   }
-  return {true, text.str()};
+  return text.str();
+}
+
+}  // namespace
+
+RequeueOutcome requeue_within_budget(const JobIdentity& job, const RestartBudgets& budgets,
+                                     RestartCause cause, bool act,
+                                     const std::optional<FailurePoint>& failure) {
+  auto check = check_budget(job, budgets, cause);
+  if (!check.refusal.empty()) return {false, check.refusal};
+  try {
+    if (act) requeue(job.target);
+  } catch (const SlurmError& e) {  // said, not swallowed: the caller stops resumable
+    return {false, "could not requeue job " + job.target + ": " + e.what() +
+                       "; stopping to be resumed (exit code 75)"};
+  }
+  if (act && !budgets.ledger.empty()) {
+    check.ledger.record(cause, failure);
+    check.ledger.save(budgets.ledger);
+  }
+  return {true, "requeued job " + job.target + " " + count_text(check)};
+}
+
+RequeueOutcome restart_within_budget(const JobIdentity& job, const RestartBudgets& budgets,
+                                     bool act, const FailurePoint& failure) {
+  auto check = check_budget(job, budgets, RestartCause::kFailure);
+  if (!check.refusal.empty()) {
+    const std::string requeueing = "not requeueing";
+    if (const auto at = check.refusal.find(requeueing); at != std::string::npos) {
+      check.refusal.replace(at, requeueing.size(), "not restarting");
+    }
+    return {false, check.refusal};
+  }
+  if (act && !budgets.ledger.empty()) {
+    check.ledger.record(RestartCause::kFailure, failure);
+    ++check.ledger.in_allocation;
+    check.ledger.save(budgets.ledger);
+  }
+  return {true, "restarting in job " + job.target + " " + count_text(check)};
 }
 
 }  // namespace cohort::slurm

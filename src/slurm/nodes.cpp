@@ -79,7 +79,10 @@ std::vector<std::string> excluded_nodes(const std::string& job_id) {
   return env::expand_hostlist(list, "ExcNodeList of job " + job_id);
 }
 
-void exclude_nodes(const std::string& job_id, const std::vector<std::string>& nodes) {
+namespace {
+
+// A job update message for `job_id`, the rest left as it is.
+job_desc_msg_t job_update(const std::string& job_id) {
   detail::init_once();
   job_desc_msg_t update;
   slurm_init_job_desc_msg(&update);
@@ -87,10 +90,26 @@ void exclude_nodes(const std::string& job_id, const std::vector<std::string>& no
   update.job_id = static_cast<std::uint32_t>(std::strtoul(job_id.c_str(), &end, 10));
   COHORT_CHECK(!job_id.empty() && *end == '\0', SlurmError, "job id '", job_id,
                "' is not a number");
+  return update;
+}
+
+}  // namespace
+
+void exclude_nodes(const std::string& job_id, const std::vector<std::string>& nodes) {
+  job_desc_msg_t update = job_update(job_id);
   std::string list = env::compress_hostlist(nodes);
   std::vector<char> text(list.begin(), list.end());
   text.push_back('\0');
   update.exc_nodes = text.data();
+  COHORT_SLURM_CHECK(slurm_update_job(&update));
+}
+
+void set_node_range(const std::string& job_id, int min, int max) {
+  COHORT_CHECK(min >= 1 && min <= max, SlurmError, "node range ", min, "-", max, " of job ", job_id,
+               " is empty");
+  job_desc_msg_t update = job_update(job_id);
+  update.min_nodes = static_cast<std::uint32_t>(min);
+  update.max_nodes = static_cast<std::uint32_t>(max);
   COHORT_SLURM_CHECK(slurm_update_job(&update));
 }
 

@@ -54,6 +54,8 @@ RestartLedger RestartLedger::load(const std::string& path, const std::string& jo
   ledger.preemptions = count_field(record, "preemptions", path);
   ledger.failures = count_field(record, "failures", path);
   ledger.preflight_requeues = count_field(record, "preflight_requeues", path);
+  ledger.in_allocation = count_field(record, "in_allocation", path);  // absent before spares
+  ledger.step_nodes = count_field(record, "step_nodes", path);
   ledger.last_failure = failure_field(record, path);
   return ledger;
 }
@@ -63,6 +65,8 @@ void RestartLedger::save(const std::string& path) const {
                            {"preemptions", preemptions},
                            {"failures", failures},
                            {"preflight_requeues", preflight_requeues},
+                           {"in_allocation", in_allocation},
+                           {"step_nodes", step_nodes},
                            {"last_failure", nullptr}};
   if (last_failure) {
     record["last_failure"] = {{"checkpoint", last_failure->checkpoint},

@@ -26,12 +26,13 @@ void check_value(const std::string& value, const char* pattern, const char* opti
 
 // "#SBATCH --name=value" for every option the user gave, validated.
 std::vector<std::pair<std::string, std::string>> directives(const SubmitOptions& o) {
-  COHORT_CHECK(
-      o.nodes >= 1 && o.tasks_per_node >= 1 && o.cpus_per_task >= 0 && o.gpus_per_node >= 0,
-      UsageError, "cohort submit: --nodes and --tasks-per-node must be at least 1");
+  COHORT_CHECK(o.nodes >= 1 && o.tasks_per_node >= 1 && o.cpus_per_task >= 0 &&
+                   o.gpus_per_node >= 0 && o.spare_nodes >= 0 && o.nodes <= (1 << 20) &&
+                   o.spare_nodes <= (1 << 20),
+               UsageError, "cohort submit: --nodes and --tasks-per-node must be at least 1");
   std::vector<std::pair<std::string, std::string>> d = {
       {"--job-name", o.job_name},
-      {"--nodes", std::to_string(o.nodes)},
+      {"--nodes", std::to_string(o.nodes + o.spare_nodes)},
       {"--ntasks-per-node", std::to_string(o.tasks_per_node)}};
   check_value(o.job_name, "[A-Za-z0-9._-]{1,64}", "--job-name");
   if (o.cpus_per_task > 0) d.emplace_back("--cpus-per-task", std::to_string(o.cpus_per_task));

@@ -179,7 +179,7 @@ struct Trainer::Impl {
     double checkpoint_load_s = 0;  // the checkpoint found, verified and loaded (0: none)
     Clock::time_point resumed;     // and the loader repositioned
   } started;
-  void report_startup(bool resumed);
+  void report_startup(std::int64_t first_step);  // and the restart that led here, if any
 };
 
 }  // namespace cohort::train

@@ -9,8 +9,10 @@
 #include <vector>
 
 #include "cohort/data/loader.hpp"
+#include "cohort/env/environment.hpp"
 #include "cohort/error.hpp"
 #include "cohort/monitor/monitor.hpp"
+#include "cohort/ops/restart_record.hpp"
 #include "settings/model_catalog.hpp"
 #include "train/step.hpp"
 #include "train/trainer_impl.hpp"
@@ -120,7 +122,7 @@ void Trainer::Impl::run_epoch(LoopState& loop, std::int64_t epoch) {
     int signal = preemption->agreed_signal();
     timer.lap(monitor::Phase::kComm);
     report_step(loop.step, epoch);
-    if (loop.step == loop.first_step + 1) report_startup(loop.first_step > 0);
+    if (loop.step == loop.first_step + 1) report_startup(loop.first_step);
     timer.begin();
     if (const auto every = config.train.eval_every; every > 0 && loop.step % every == 0) {
       const int during = evaluate_now(loop);
@@ -207,13 +209,27 @@ void Trainer::Impl::stop_on_signal(LoopState& loop, int signal) {
 
 // After this start's first step: how long it took to get there, in parts (rank 0's clock; the
 // first step's all-reduce waited for the slowest rank).
-void Trainer::Impl::report_startup(bool resumed) {
+void Trainer::Impl::report_startup(std::int64_t first_step) {
   const auto since = [](Clock::time_point a, Clock::time_point b) {
     return std::chrono::duration<double>(b - a).count();
   };
   const auto now = Clock::now();
+  // The restart `cohort supervise` decided before this run (ops/restart_record.hpp), completed
+  // with what only this run knows; rank 0 alone, the writer of the run's records.
+  if (session.rank() == 0) {
+    const auto job = env::Environment::from_process().get("SLURM_JOB_ID");
+    const auto now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                            std::chrono::system_clock::now().time_since_epoch())
+                            .count();
+    if (const auto restart =
+            ops::complete_restart(config.train.run_dir, job.value_or(""), first_step,
+                                  started.checkpoint_load_s, since(started.resumed, now), now_ms)) {
+      log(restart->record);
+      say(restart->line);
+    }
+  }
   log({{"event", "startup"},
-       {"resumed", resumed},
+       {"resumed", first_step > 0},
        {"to_trainer_s", started.to_trainer_s},
        {"setup_s", since(started.trainer, started.setup_done)},
        {"checkpoint_load_s", started.checkpoint_load_s},

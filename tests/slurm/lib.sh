@@ -43,11 +43,12 @@ run_ini() {
   printf '[train]\nrun_dir = %s\n' "$work/$1" >"$work/$1.ini"
   echo "$work/$1.ini"
 }
-# reference_run NAME SETTINGS...: the same training uninterrupted, 2 ranks under mpirun.
+# reference_run NAME SETTINGS...: the same training uninterrupted, under mpirun on 2 ranks (or
+# $ref_ranks).
 reference_run() {
   local name=$1
   shift
-  $MPIEXEC $MPIEXEC_FLAGS -np 2 cohort train --config "$(run_ini "$name")" "$@" \
+  $MPIEXEC $MPIEXEC_FLAGS -np "${ref_ranks:-2}" cohort train --config "$(run_ini "$name")" "$@" \
     >"$work/$name.log" 2>&1 || fail "the uninterrupted run failed: $(cat "$work/$name.log")"
 }
 # wait_end JOB [SECONDS]: waits until the job is COMPLETED or failed for good (a requeue passes

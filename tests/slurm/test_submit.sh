@@ -26,6 +26,13 @@ for line in '#SBATCH --nodes=4' '#SBATCH --ntasks-per-node=8' '#SBATCH --gpus-pe
   grep -qxF -- "$line" gpu.sbatch || fail "no '$line' in the rendered GPU script"
 done
 bash -n gpu.sbatch || fail "the rendered GPU script does not parse"
+# Hot spares: the job asks for the step's nodes plus slurm.spare_nodes, and keeps --no-kill.
+cohort submit --config run.ini --set slurm.spare_nodes=1 --nodes 2 --dry-run >spare.sbatch ||
+  fail "dry run with a spare failed"
+for line in '#SBATCH --nodes=3' '#SBATCH --no-kill'; do
+  grep -qxF -- "$line" spare.sbatch || fail "no '$line' in the script with a spare"
+done
+grep -q -- "slurm.spare_nodes=1" spare.sbatch || fail "the spare setting is not passed on"
 args_line=$(grep '^set -- ' script.sbatch)
 mapfile -t words < <(bash -c "$args_line
 printf '%s\n' \"\$@\"")

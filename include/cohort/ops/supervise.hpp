@@ -30,11 +30,18 @@ struct StepCommand {
   std::vector<std::string> overrides;  // its --set overrides, passed on as they were given
 };
 
+// Where a step runs in an allocation with spares: on exactly `nodelist` (the same ranks on each),
+// off `exclude` (the job's nodes left out: spares and failed ones). Empty: srun places it.
+struct StepPlacement {
+  std::vector<std::string> nodelist;
+  std::vector<std::string> exclude;
+};
+
 // The launcher's argv (srun in a Slurm job, mpirun elsewhere) for the command on `ranks` ranks,
 // one per node when `one_per_node`.
 std::vector<std::string> step_argv(const StepCommand& command, const std::string& subcommand,
                                    const std::vector<std::string>& extra, int ranks,
-                                   bool one_per_node);
+                                   bool one_per_node, const StepPlacement& placement = {});
 
 using Say = std::function<void(const std::string& line)>;
 
@@ -43,7 +50,9 @@ std::optional<int> preflight(const settings::Config& config, const StepCommand& 
                              const Say& say);
 
 // The pre-flight, the training step and the requeue after it; the batch script's exit code
-// (supervise_exit: the step's, or 0 after a requeue).
+// (supervise_exit: the step's, or 0 after a requeue). `ranks` 0: SLURM_NTASKS, else 1. With
+// slurm.spare_nodes in a Slurm job, the steps run on N of the job's nodes and a failed one is
+// restarted inside the allocation (recovery.hpp; `ranks` 0 or N x the tasks per node).
 int supervise(const settings::Config& config, const StepCommand& command, int ranks,
               const Say& say);
 

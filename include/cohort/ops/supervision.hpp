@@ -12,7 +12,9 @@
 // the reports it acted on (only regular files with that suffix in that directory).
 #pragma once
 
+#include <cstdint>
 #include <exception>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -32,11 +34,29 @@ namespace cohort::ops {
 // The [slurm] budgets, with the run's restart ledger.
 slurm::RestartBudgets restart_budgets(const settings::TrainConfig& config);
 
+// What `cohort supervise` with spares knows before it requeues: the nodes it blamed (asked of the
+// controller already, so nothing is waited for), those it left out of earlier steps, and the
+// step's and the job's node counts (the requeued job may start on step_nodes to job_nodes).
+struct KnownBlame {
+  std::vector<slurm::FailedNode> left_out;
+  int step_nodes = 0;
+  int job_nodes = 0;
+};
+
 // `cause` kFailure after a failed step; kPreflight after nodes failed `cohort doctor` (`faulty`).
 slurm::FailureRequeue requeue_after_failure(
     const settings::TrainConfig& config, const std::string& reason,
     const env::Environment& environment, slurm::RestartCause cause = slurm::RestartCause::kFailure,
-    std::vector<slurm::FailedNode> faulty = {});
+    std::vector<slurm::FailedNode> faulty = {},
+    const std::optional<KnownBlame>& known = std::nullopt);
+
+// Where the run stands: its newest readable checkpoint (where a restart resumes) and the last step
+// rank 0 recorded in metrics.jsonl, with that record's time (Unix ms; 0 when unknown).
+struct RunPoint {
+  slurm::FailurePoint at;
+  std::int64_t last_step_ms = 0;
+};
+RunPoint run_point(const settings::TrainConfig& config);
 
 // Whether `error` is a node fault: a DeviceError, or LibTorch's report of a CUDA, cuBLAS or cuDNN
 // failure that another node could cure (c10::Error carries no type for it: its message is read

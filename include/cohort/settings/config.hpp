@@ -215,6 +215,7 @@ struct SlurmConfig {
   std::int64_t preflight_timeout = 0;
   std::int64_t max_excluded_nodes = 0;
   std::int64_t node_failure_wait = 0;
+  std::int64_t spare_nodes = 0;
 };
 
 struct DebugConfig {

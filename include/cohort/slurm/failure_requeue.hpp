@@ -37,12 +37,21 @@ struct FailureRequeueOptions {
   std::vector<FailedNode> faulty;
   FailurePoint at;            // where the run stopped (step -1: unknown), for the crash loop
   std::string after_requeue;  // appended when requeued ("; the next run resumes from ...")
+  // A job with spares (cohort supervise's restarts in the allocation): the caller asked the
+  // controller already, so `faulty` is the whole blame and nothing is waited for; `left_out` are
+  // the nodes it left out of earlier steps of this job, excluded beside `faulty`; with
+  // `step_nodes` > 0 the requeued job may start on step_nodes to `job_nodes` nodes.
+  bool blame_known = false;
+  std::vector<FailedNode> left_out;
+  int step_nodes = 0;
+  int job_nodes = 0;
 };
 
 struct FailureRequeue {
   bool requeued = false;
   bool crash_loop = false;  // not requeued: it failed again without a newer checkpoint
   std::string line;
+  std::vector<FailedNode> blamed{};  // the nodes the line names (excluded or not)
 };
 
 // Whether a step that ended with `exit_code` (the launcher's: srun, mpirun) lost a rank rather

@@ -63,4 +63,12 @@ RequeueOutcome requeue_within_budget(const JobIdentity& job, const RestartBudget
                                      RestartCause cause, bool act,
                                      const std::optional<FailurePoint>& failure = std::nullopt);
 
+// The same policy for a failure restarted inside the allocation (a new step on a spare or on the
+// same nodes, no requeue): the failure budget (slurm.max_failures) and slurm.max_restarts
+// (SLURM_RESTART_COUNT plus the ledger's in-allocation restarts) apply as to a requeue. When
+// allowed and `act`, the ledger counts a failure at `failure` and an in-allocation restart. The
+// text: "restarting in job 12 (failure 1/3)", or the refusal as requeue_within_budget says it.
+RequeueOutcome restart_within_budget(const JobIdentity& job, const RestartBudgets& budgets,
+                                     bool act, const FailurePoint& failure);
+
 }  // namespace cohort::slurm

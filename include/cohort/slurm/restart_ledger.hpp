@@ -32,6 +32,13 @@ struct RestartLedger {
   std::int64_t preemptions = 0;
   std::int64_t failures = 0;
   std::int64_t preflight_requeues = 0;
+  // Of the failures, those restarted inside the allocation on a spare (or the same nodes) without
+  // a requeue: slurm.max_restarts counts them beside SLURM_RESTART_COUNT.
+  std::int64_t in_allocation = 0;
+  // The nodes the training step runs on when the job has spares (0: no spares). Written on the
+  // first run, so that a requeued job of fewer nodes (the controller allows N to N+K after the
+  // spares were used up) knows how many of them are spares.
+  std::int64_t step_nodes = 0;
   std::optional<FailurePoint> last_failure;  // cleared by a preemption (it saved a checkpoint)
 
   static RestartLedger load(const std::string& path, const std::string& job_id);

@@ -16,7 +16,8 @@ namespace cohort::slurm {
 struct SubmitOptions {
   std::string config;                  // absolute path of the training INI
   std::vector<std::string> overrides;  // "section.key=value", passed as --set
-  int nodes = 1;
+  int nodes = 1;                       // the training step's
+  int spare_nodes = 0;  // hot spares (slurm.spare_nodes): the job asks for nodes + spare_nodes
   int tasks_per_node = 1;
   int cpus_per_task = 0;  // 0: the template's
   int gpus_per_node = 0;  // 0: none asked

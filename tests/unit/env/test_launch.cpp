@@ -43,6 +43,43 @@ BOOST_AUTO_TEST_CASE(srun_inside_an_allocation) {
   }
 }
 
+// A step of cohort supervise with spares: exactly these nodes, the same ranks on each, the job's
+// other nodes excluded.
+BOOST_AUTO_TEST_CASE(srun_on_named_nodes) {
+  Topology shell;
+  shell.launcher = Launcher::kSlurmBatch;
+  LaunchOptions o{6, {"cohort", "train"}, false};
+  o.nodelist = {"n1", "n3", "n4"};
+  o.exclude = {"n2", "n5"};
+  BOOST_TEST(launch_argv(shell, o) ==
+                 (Argv{"srun", "--mpi=pmix", "-n", "6", "-N", "3", "--ntasks-per-node=2",
+                       "--nodelist=n[1,3-4]", "--overlap", "--exclude=n[2,5]", "cohort", "train"}),
+             boost::test_tools::per_element());
+  o.exclude.clear();
+  BOOST_TEST(launch_argv(shell, o) ==
+                 (Argv{"srun", "--mpi=pmix", "-n", "6", "-N", "3", "--ntasks-per-node=2",
+                       "--nodelist=n[1,3-4]", "--overlap", "cohort", "train"}),
+             boost::test_tools::per_element());
+}
+
+BOOST_AUTO_TEST_CASE(refuses_a_placement_it_cannot_keep) {
+  Topology shell;
+  shell.launcher = Launcher::kSlurmBatch;
+  LaunchOptions uneven{5, {"x"}, false};
+  uneven.nodelist = {"n1", "n2"};
+  BOOST_CHECK_THROW(launch_argv(shell, uneven), cohort::UsageError);
+  LaunchOptions both{2, {"x"}, false};
+  both.nodelist = {"n1", "n2"};
+  both.exclude = {"n2"};
+  BOOST_CHECK_THROW(launch_argv(shell, both), cohort::UsageError);
+  LaunchOptions outside{2, {"x"}, false};
+  outside.exclude = {"n2"};
+  BOOST_CHECK_THROW(launch_argv(Topology{}, outside), cohort::UsageError);
+  LaunchOptions per_node{2, {"x"}, false, 0, true};
+  per_node.nodelist = {"n1", "n2"};
+  BOOST_CHECK_THROW(launch_argv(shell, per_node), cohort::UsageError);
+}
+
 BOOST_AUTO_TEST_CASE(refuses_nested_or_empty_launches) {
   Topology rank;
   rank.launcher = Launcher::kSlurmStep;

@@ -127,4 +127,44 @@ BOOST_AUTO_TEST_CASE(each_cause_has_its_own_budget) {
              "stopping to be resumed (exit code 75)");
 }
 
+// A restart in the allocation (slurm.spare_nodes) spends the failure budget as a requeue does,
+// and counts beside SLURM_RESTART_COUNT under slurm.max_restarts; the ledger keeps both, and the
+// step's node count, across a save; a ledger from before spares reads them as 0.
+BOOST_AUTO_TEST_CASE(a_restart_in_the_allocation_spends_the_same_budgets) {
+  LedgerDir d;
+  slurm::RestartBudgets b;
+  b.ledger = d.path();
+  const slurm::FailurePoint at{"step-00000200", 212};
+  const auto first = slurm::restart_within_budget(job(0), b, /*act=*/true, at);
+  BOOST_TEST(first.requeued);
+  BOOST_TEST(first.text == "restarting in job 12 (failure 1/3)");
+  auto ledger = slurm::RestartLedger::load(d.path(), "12");
+  BOOST_TEST(ledger.failures == 1);
+  BOOST_TEST(ledger.in_allocation == 1);
+  BOOST_REQUIRE(ledger.last_failure.has_value());
+  BOOST_TEST(ledger.last_failure->checkpoint == "step-00000200");
+  ledger.step_nodes = 3;
+  ledger.save(d.path());
+  BOOST_TEST(slurm::RestartLedger::load(d.path(), "12").step_nodes == 3);
+  // The next failure: a requeue would say the same count.
+  BOOST_TEST(slurm::requeue_within_budget(job(0), b, RestartCause::kFailure, false).text ==
+             "requeued job 12 (failure 2/3)");
+  BOOST_TEST(slurm::restart_within_budget(job(0), b, false, at).text ==
+             "restarting in job 12 (failure 2/3)");
+  b.max_restarts = 2;  // SLURM_RESTART_COUNT 1 + 1 in the allocation
+  const auto capped = slurm::restart_within_budget(job(1), b, false, at);
+  BOOST_TEST(!capped.requeued);
+  BOOST_TEST(capped.text ==
+             "restart budget spent (2/2 restarts, slurm.max_restarts): not restarting job 12");
+  BOOST_TEST(!slurm::requeue_within_budget(job(1), b, RestartCause::kPreemption, false).requeued);
+  b.max_restarts = -1;
+  b.max_failures = 1;
+  BOOST_TEST(slurm::restart_within_budget(job(0), b, false, at).text ==
+             "failure budget spent (1/1 failures, slurm.max_failures): not restarting job 12");
+  d.write("{\"job\": \"12\", \"failures\": 2}");
+  BOOST_TEST(slurm::RestartLedger::load(d.path(), "12").in_allocation == 0);
+  d.write("{\"job\": \"12\", \"in_allocation\": \"1\"}");
+  BOOST_CHECK_THROW(slurm::RestartLedger::load(d.path(), "12"), cohort::IoError);
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -1,0 +1,267 @@
+#!/usr/bin/env bash
+# A throw-away Slurm cluster whose nodes are real network hosts: each slurmd runs in its own network
+# namespace (its own address, hostname and /etc/hosts), joined by veth pairs to one bridge, so MPI
+# and Slurm traffic between nodes crosses links that can be cut. slurmctld and munged run in the
+# root namespace, so clients (sbatch, squeue, the tests) need no `ip netns exec`.
+#
+#   netns_cluster.sh start DIR [NODES]   start it (default 4 nodes); prints `export SLURM_CONF=...`;
+#                                        writes DIR/nodes.tsv (node, netns, host veth, address)
+#   netns_cluster.sh stop DIR            stop the daemons, kill what is left in the namespaces,
+#                                        delete them and the bridge (idempotent; from DIR's name)
+#   netns_cluster.sh env DIR             print the exports a client needs
+#   netns_cluster.sh cut|heal DIR NODE   take the node's link down | up (silence, as a dead switch port)
+#   netns_cluster.sh freeze|thaw DIR NODE  SIGSTOP | SIGCONT every process of the node (slurmd, steps)
+#   netns_cluster.sh kill DIR NODE       SIGKILL every process of the node (a crashed host)
+#   netns_cluster.sh revive DIR NODE     heal, thaw, kill what is left, start slurmd, resume the node
+#   netns_cluster.sh reset DIR           revive every node that is not idle; wait until all are idle
+#   netns_cluster.sh node-of DIR PID     the node whose namespace holds PID
+#
+# Needs root, iproute2 and util-linux's unshare. Names, subnet and ports derive from DIR, so two
+# clusters in two directories do not meet (docs/slurm-sandbox.md).
+set -euo pipefail
+
+die() { echo "netns_cluster.sh: $*" >&2; exit 1; }
+cmd=${1:-}; dir=${2:-}
+[ -n "$cmd" ] && [ -n "$dir" ] || die "usage: netns_cluster.sh start|stop|env|cut|heal|freeze|thaw|kill|revive|reset|node-of DIR [ARG]"
+case "$dir" in /*) ;; *) dir=$(cd "$dir" 2>/dev/null && pwd || echo "$PWD/$dir") ;; esac
+
+# Names from DIR: netns c<h>n<i>, bridge cb<h>, host end of a veth cv<h>n<i> (all under 15 characters).
+h=$(($(printf '%s' "$dir" | cksum | cut -d' ' -f1) % 100000))
+bridge=cb$h
+prefix=10.$((100 + h % 100)).$((h / 100 % 250))
+slurmd_port=6818
+ns_of() { echo "c${h}$1"; }
+veth_of() { echo "cv${h}$1"; }
+node_index() { [[ $1 =~ ^n([0-9]+)$ ]] || die "no node '$1' (n1, n2, ...)"; echo "${BASH_REMATCH[1]}"; }
+node_count() { [ -f "$dir/nodes.tsv" ] && wc -l <"$dir/nodes.tsv" || echo 0; }
+need_node() {
+  local i; i=$(node_index "$1")
+  [ "$i" -ge 1 ] && [ "$i" -le "$(node_count)" ] || die "no node '$1' in $dir"
+}
+
+port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+pick_port() {
+  local p=$((20000 + h % 20000))
+  for _ in $(seq 1 50); do port_free "$p" && { echo "$p"; return; }; p=$((p + 1)); done
+  die "no free port found"
+}
+
+write_conf() {
+  local nodes=$1 port=$2 ctld cpus mem i
+  ctld=$(hostname -s)
+  cpus=$(nproc)
+  mem=$(($(awk '/MemTotal/ {print $2}' /proc/meminfo) / 1024 / 2 / nodes))
+  cat >"$dir/slurm.conf" <<CONF
+ClusterName=cohort-netns
+SlurmctldHost=$ctld($prefix.1)
+SlurmctldPort=$port
+SlurmUser=$(id -un)
+SlurmdUser=root
+AuthType=auth/munge
+CredType=cred/munge
+AuthInfo=socket=$dir/munge/munge.socket,cred_expire=10
+StateSaveLocation=$dir/ctld
+SlurmdSpoolDir=$dir/spool/%n
+SlurmctldPidFile=$dir/slurmctld.pid
+SlurmdPidFile=$dir/slurmd-%n.pid
+SlurmctldLogFile=$dir/log/slurmctld.log
+SlurmdLogFile=$dir/log/slurmd-%n.log
+TmpFS=$dir/tmp/%n
+TaskProlog=$dir/task_prolog.sh
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+SelectType=select/cons_tres
+SelectTypeParameters=CR_CPU
+MpiDefault=pmix
+JobRequeue=1
+ReturnToService=2
+MailProg=/bin/true
+SchedulerParameters=bf_interval=1,sched_interval=2
+SlurmctldTimeout=10
+SlurmdTimeout=10
+InactiveLimit=0
+KillWait=5
+MinJobAge=300
+JobCompType=jobcomp/none
+AccountingStorageType=accounting_storage/none
+CONF
+  # As in cluster.sh: the ring algorithm for every PMIx fence (docs/slurm-sandbox.md).
+  echo "PMIxCollFence=ring" >"$dir/mpi.conf"
+  # Each node is its own network host, so Open MPI's TCP transport takes eth0 (the veth) between
+  # nodes. The nodes still share /dev/shm and /tmp: give each its own TMPDIR and shared-memory
+  # directory, as the localhost cluster does.
+  cat >"$dir/task_prolog.sh" <<PROLOG
+#!/bin/sh
+echo "export TMPDIR=$dir/tmp/\$SLURMD_NODENAME"
+echo "export OMPI_MCA_btl_tcp_if_include=eth0"
+if [ -n "\$SLURM_STEP_ID" ]; then
+  echo "export OMPI_MCA_btl_vader_backing_directory=$dir/tmp/\$SLURMD_NODENAME"
+  echo "export OMPI_MCA_btl_sm_backing_directory=$dir/tmp/\$SLURMD_NODENAME"
+fi
+exit 0
+PROLOG
+  chmod 0755 "$dir/task_prolog.sh"
+  echo "$prefix.1 $ctld" >"$dir/hosts"
+  echo "127.0.0.1 localhost" >>"$dir/hosts"
+  : >"$dir/nodes.tsv"
+  for i in $(seq 1 "$nodes"); do
+    echo "NodeName=n$i NodeHostname=n$i NodeAddr=$prefix.$((10 + i)) Port=$slurmd_port CPUs=$cpus RealMemory=$mem State=UNKNOWN" \
+      >>"$dir/slurm.conf"
+    echo "$prefix.$((10 + i)) n$i" >>"$dir/hosts"
+    printf 'n%s\t%s\t%s\t%s\n' "$i" "$(ns_of "n$i")" "$(veth_of "n$i")" "$prefix.$((10 + i))" >>"$dir/nodes.tsv"
+  done
+  echo "PartitionName=debug Nodes=n[1-$nodes] Default=YES MaxTime=INFINITE State=UP OverSubscribe=FORCE:8" \
+    >>"$dir/slurm.conf"
+}
+
+make_network() {
+  local nodes=$1 i ns veth
+  ip -o -4 addr | grep -q " $prefix\." && die "subnet $prefix.0/24 is already in use on this host"
+  ip link add "$bridge" type bridge || die "cannot add a bridge (no bridge module, or no CAP_NET_ADMIN)"
+  ip addr add "$prefix.1/24" dev "$bridge"
+  ip link set "$bridge" up
+  for i in $(seq 1 "$nodes"); do
+    ns=$(ns_of "n$i"); veth=$(veth_of "n$i")
+    ip netns add "$ns" || die "cannot add network namespace $ns"
+    ip link add "$veth" type veth peer name eth0 netns "$ns" || die "cannot add a veth pair"
+    ip link set "$veth" master "$bridge" up
+    ip -n "$ns" addr add "$prefix.$((10 + i))/24" dev eth0
+    ip -n "$ns" link set lo up
+    ip -n "$ns" link set eth0 up
+  done
+}
+
+start_munge() {
+  rm -rf "$dir/munge"; mkdir -p "$dir/munge"; chmod 0755 "$dir/munge"
+  mungekey -c -k "$dir/munge/munge.key" -b 1024 2>/dev/null || mungekey -c -k "$dir/munge/munge.key"
+  chmod 0600 "$dir/munge/munge.key"
+  munged --force -S "$dir/munge/munge.socket" --key-file="$dir/munge/munge.key" \
+    --pid-file="$dir/munge/munged.pid" --log-file="$dir/log/munged.log" --seed-file="$dir/munge/seed"
+}
+
+# slurmd in the node's network namespace, with its own UTS (hostname nI) and mount namespace (the
+# cluster's hosts file as /etc/hosts). Its steps and jobs inherit all three.
+start_slurmd() {
+  local node=$1
+  # nsenter, not `ip netns exec`: the latter mounts a new /sys without /sys/fs/cgroup, and slurmd
+  # refuses to start without it.
+  nsenter --net="/run/netns/$(ns_of "$node")" unshare --uts --mount --propagation private \
+    sh -c 'hostname "$1" && mount --bind "$2/hosts" /etc/hosts && exec slurmd -N "$1" -f "$2/slurm.conf"' \
+    sh "$node" "$dir"
+}
+
+wait_idle() {
+  local nodes=$1 i
+  for i in $(seq 1 300); do
+    if [ "$(sinfo -h -N -o '%t' 2>/dev/null | grep -c '^idle$')" = "$nodes" ]; then return 0; fi
+    sleep 0.1
+  done
+  sinfo -N >&2 || true
+  die "nodes did not become idle in 30 s (logs in $dir/log)"
+}
+
+start() {
+  local nodes=${1:-4} i
+  [ "$(id -u)" = 0 ] || die "needs root (network namespaces, and slurmd must run as root)"
+  [ ! -f "$dir/slurmctld.pid" ] || die "$dir already holds a cluster; stop it first"
+  [ "$nodes" -ge 1 ] && [ "$nodes" -le 99 ] || die "NODES is 1 to 99"
+  mkdir -p "$dir"/{ctld,log}
+  for i in $(seq 1 "$nodes"); do mkdir -p "$dir/spool/n$i" "$dir/tmp/n$i"; done
+  write_conf "$nodes" "$(pick_port)"
+  export SLURM_CONF=$dir/slurm.conf
+  make_network "$nodes"
+  start_munge
+  slurmctld -i -f "$SLURM_CONF"
+  for i in $(seq 1 "$nodes"); do start_slurmd "n$i"; done
+  wait_idle "$nodes"
+  echo "export SLURM_CONF=$SLURM_CONF"
+}
+
+pids_of() { ip netns pids "$(ns_of "$1")" 2>/dev/null || true; }
+signal_node() { local p; p=$(pids_of "$2"); [ -z "$p" ] || kill "-$1" $p 2>/dev/null || true; }
+
+stop_pidfile() {
+  local file=$1 pid i
+  [ -f "$file" ] || return 0
+  pid=$(cat "$file")
+  if kill "$pid" 2>/dev/null; then
+    for i in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    kill -9 "$pid" 2>/dev/null || true
+  fi
+  rm -f "$file"
+}
+
+stop() {
+  local ns f
+  if [ -f "$dir/slurm.conf" ] && [ -f "$dir/slurmctld.pid" ]; then
+    SLURM_CONF=$dir/slurm.conf timeout 5 scancel --quiet --user="$(id -un)" 2>/dev/null || true
+  fi
+  # A frozen or cut node would not stop: thaw every namespace first, then stop and kill.
+  for ns in $(ip netns list 2>/dev/null | awk '{print $1}' | grep -E "^c${h}n[0-9]+$" || true); do
+    p=$(ip netns pids "$ns" 2>/dev/null || true); [ -z "$p" ] || kill -CONT $p 2>/dev/null || true
+  done
+  for f in "$dir"/slurmd-*.pid; do [ -e "$f" ] && stop_pidfile "$f"; done
+  stop_pidfile "$dir/slurmctld.pid"
+  stop_pidfile "$dir/munge/munged.pid"
+  for ns in $(ip netns list 2>/dev/null | awk '{print $1}' | grep -E "^c${h}n[0-9]+$" || true); do
+    p=$(ip netns pids "$ns" 2>/dev/null || true); [ -z "$p" ] || kill -9 $p 2>/dev/null || true
+    ip netns del "$ns" 2>/dev/null || true
+  done
+  ip link del "$bridge" 2>/dev/null || true
+}
+
+revive() {
+  local node=$1
+  need_node "$node"
+  ip link set "$(veth_of "$node")" up
+  signal_node CONT "$node"
+  signal_node KILL "$node"
+  for _ in $(seq 1 50); do [ -z "$(pids_of "$node")" ] && break; sleep 0.1; done
+  rm -f "$dir/slurmd-$node.pid"
+  start_slurmd "$node"
+  # A node marked down for not responding comes back by itself when it registers (ReturnToService=2);
+  # one drained or down for another reason needs the update.
+  SLURM_CONF=$dir/slurm.conf scontrol update nodename="$node" state=resume 2>/dev/null || true
+}
+
+link_up() { ip -o link show "$(veth_of "$1")" 2>/dev/null | grep -q '<[^>]*[<,]UP[,>]'; }
+frozen() {
+  local p
+  for p in $(pids_of "$1"); do
+    [ "$(awk '{print $3}' "/proc/$p/stat" 2>/dev/null)" = T ] && return 0
+  done
+  return 1
+}
+
+reset() {
+  local n state
+  export SLURM_CONF=$dir/slurm.conf
+  timeout 5 scancel --quiet --user="$(id -un)" 2>/dev/null || true
+  while read -r n _; do
+    state=$(sinfo -h -N -n "$n" -o '%t' 2>/dev/null | head -1)
+    if [ "$state" != idle ] || ! link_up "$n" || frozen "$n"; then
+      revive "$n"
+    fi
+  done <"$dir/nodes.tsv"
+  wait_idle "$(node_count)"
+}
+
+node_of() {
+  local ns; ns=$(ip netns identify "$1" 2>/dev/null) || die "no process $1"
+  awk -F'\t' -v ns="$ns" '$2 == ns {print $1}' "$dir/nodes.tsv" | grep . || die "process $1 is on no node of $dir"
+}
+
+case "$cmd" in
+  start) start "${3:-4}" ;;
+  stop) stop ;;
+  env) echo "export SLURM_CONF=$dir/slurm.conf" ;;
+  cut) need_node "${3:-}"; ip link set "$(veth_of "$3")" down ;;
+  heal) need_node "${3:-}"; ip link set "$(veth_of "$3")" up ;;
+  freeze) need_node "${3:-}"; signal_node STOP "$3" ;;
+  thaw) need_node "${3:-}"; signal_node CONT "$3" ;;
+  kill) need_node "${3:-}"; signal_node KILL "$3" ;;
+  revive) revive "${3:-}" ;;
+  reset) reset ;;
+  node-of) node_of "${3:-}" ;;
+  *) die "unknown command '$cmd'" ;;
+esac
