@@ -1,8 +1,9 @@
 """Reads bench/goodput.sh's runs and prints goodput, each fault's cost and the floors, side by side.
 
-goodput = productive_s / wall_s: productive_s sums the step_s of each step number's last record in
-metrics.jsonl (a step redone after a restart counts once; a step whose record is missing counts at
-the median), wall_s runs from the first step record to the last. Per fault, loss_to_first_step_s
+goodput = productive_s / wall_s: wall_s runs from the first step record to the stop (USR1 at the
+wall time), productive_s sums the step_s of each step number's last record in metrics.jsonl up to
+then (a step redone after a restart counts once; a step whose record is missing counts at the
+median). Per fault, loss_to_first_step_s
 is the time from the fault to the first step record after the next start, and the restart record
 (ops/restart_record.hpp) gives its parts.
 """
@@ -20,7 +21,8 @@ def load(path):
 
 
 def run_figures(work, mode, spare_nodes):
-    records = load(f"{work}/{mode}/metrics.jsonl")
+    t_stop = json.load(open(f"{work}/{mode}-window.json"))["t_stop"]
+    records = [r for r in load(f"{work}/{mode}/metrics.jsonl") if r.get("t", 0) <= t_stop]
     steps = [r for r in records if r.get("event") == "step"]
     if not steps:
         return {"spare_nodes": spare_nodes, "error": "no step recorded"}
@@ -30,7 +32,7 @@ def run_figures(work, mode, spare_nodes):
     final = max(last)
     median = statistics.median(r["step_s"] for r in last.values())
     productive = sum(last[s]["step_s"] if s in last else median for s in range(1, final + 1))
-    wall = steps[-1]["t"] - steps[0]["t"] + steps[0]["step_s"]
+    wall = t_stop - steps[0]["t"] + steps[0]["step_s"]
     starts = [r["t"] for r in records if r.get("event") == "startup"]
     restarts = [r for r in records if r.get("event") == "restart"]
     faults = []

@@ -56,7 +56,7 @@ settings=(--set data.path="$work/set.h5" --set data.batch_size=24 --set model.hi
   --set optim.lr=0.05 --set train.epochs=100000 --set train.seed=11 --set train.threads=1
   --set train.log_every=100000 --set checkpoint.every_steps=400 --set checkpoint.keep_last=3
   --set parallel.timeout_s=5 --set slurm.node_failure_wait=25 --set slurm.max_failures=-1
-  --set slurm.max_preemptions=0 --set slurm.max_excluded_nodes=16 --set monitor.console=off)
+  --set slurm.max_excluded_nodes=16 --set monitor.console=lines)
 
 rank_pid() {  # rank_pid RUN RANK: the pid of that rank of the run's training, if one runs
   local pid
@@ -79,6 +79,7 @@ inject() {  # inject MODE T0: the schedule's faults, at T0 + at_s each; a line o
     echo "{\"at_s\": $at, \"t_unix\": $(date +%s.%N), \"kind\": \"$kind\", \"rank\": $rank, \"node\": \"$node\"}"
     (sleep "$repair"; bash "$nc" revive "$cluster" "$node" >/dev/null 2>&1 || true) &
   done
+  wait  # the repairs: none may outlive the cluster
 }
 
 for mode in ${modes//,/ }; do
@@ -91,22 +92,27 @@ for mode in ${modes//,/ }; do
     --job-name="$mode" "$src/sbatch/train.sbatch" "$work/$mode.ini" "${settings[@]}" \
     --set slurm.spare_nodes="$k")
   for _ in $(seq 1 1200); do grep -qs '"event":"step"' "$work/$mode/metrics.jsonl" && break; sleep 0.1; done
+  grep -qs '"event":"step"' "$work/$mode/metrics.jsonl" || {
+    echo "goodput.sh: job $job took no step in 120 s:" >&2
+    tail -5 "$work/$mode-$job.out" >&2
+    exit 1
+  }
   t0=$(date +%s)
   echo "goodput: $mode (job $job, $((active + k)) nodes): training from $(date -d "@$t0" +%T) for ${wall} s" >&2
   inject "$mode" "$t0" >"$work/$mode-faults.jsonl" &
   injector=$!
   while [ "$(date +%s)" -lt $((t0 + wall)) ]; do sleep 1; done
-  kill "$injector" 2>/dev/null || true
+  # The window ends here; what the job does after it is not counted. The injector's faults all
+  # fell inside it; it ends once their repairs are done.
+  echo "{\"t_stop\": $(date +%s.%N)}" >"$work/$mode-window.json"
+  scancel "$job" 2>/dev/null || true
   wait "$injector" 2>/dev/null || true
-  scancel --batch --signal=USR1 "$job" 2>/dev/null || true
   for _ in $(seq 1 600); do
     case $(scontrol show job "$job" 2>/dev/null | grep -o 'JobState=[A-Z_]*' | cut -d= -f2) in
-      RUNNING|COMPLETING|CONFIGURING) sleep 0.2 ;;
+      RUNNING|COMPLETING|CONFIGURING|PENDING|REQUEUED) sleep 0.2 ;;
       *) break ;;
     esac
   done
-  scancel "$job" 2>/dev/null || true
-  wait  # the repairs
   cp "$work/$mode-"*.out "$work/$mode.out" 2>/dev/null || true
   bash "$nc" stop "$cluster" >/dev/null
   cluster=

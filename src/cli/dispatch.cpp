@@ -10,6 +10,7 @@
 #include <string>
 #include <utility>
 
+#include "cohort/env/step_marker.hpp"
 #include "cohort/env/system_info.hpp"
 #include "cohort/error.hpp"
 #include "cohort/io/terminal.hpp"
@@ -92,6 +93,13 @@ int exit_status_of(int (*body)(int, char**), int argc, char** argv) {
   io::install_printable_output();
   const int code = exit_status_of_body(body, argc, argv);
   record_exit_code(code);
+  // A rank of a supervised step that ends it for a hang, a lost peer or a node fault says so at
+  // once (env/step_marker.hpp), so that supervise does not wait for srun to give up on the rest.
+  if (code == static_cast<int>(ExitCode::kWatchdog) ||
+      code == static_cast<int>(ExitCode::kPeerLost) ||
+      code == static_cast<int>(ExitCode::kNodeFault)) {
+    env::mark_step_failed(code);
+  }
   return code;
 }
 

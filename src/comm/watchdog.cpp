@@ -6,6 +6,7 @@
 
 #include "cohort/comm/communicator.hpp"
 #include "cohort/comm/device.hpp"
+#include "cohort/env/step_marker.hpp"
 #include "cohort/error.hpp"
 
 namespace cohort::comm {
@@ -107,6 +108,7 @@ void Watchdog::fire(const FlightRecord& record, const Entry& entry) {
       observer()(timeout_message(record, entry.describe, entry.rank, entry.size, step_.load()));
     }
   }
+  env::mark_step_failed(static_cast<int>(ExitCode::kWatchdog));  // supervise ends the step now
   abort_job_(static_cast<int>(ExitCode::kWatchdog));
   std::_Exit(static_cast<int>(ExitCode::kWatchdog));  // if the abort returned
 }

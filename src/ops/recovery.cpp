@@ -98,6 +98,12 @@ RecoveryPlan plan_recovery(const RecoveryInput& input) {
   plan.next = input.allocation;
   if (!input.restartable || input.crash_loop || !input.budget_allowed) return plan;
   plan.left_out_now = newly_left_out(input.blamed, input.allocation);
+  // No node blamed: a rank may have died on a healthy node, or the controller has not flagged a
+  // lost one yet (SlurmdTimeout); a new step could land on it again. Requeue, as without spares.
+  if (plan.left_out_now.empty()) {
+    plan.kind = Recovery::kRequeue;
+    return plan;
+  }
   if (const auto next = replaced(input.allocation, plan.left_out_now, plan.spares_used)) {
     plan.kind = Recovery::kRestart;
     plan.next = *next;

@@ -258,11 +258,17 @@ std::string budget_of(const std::string& text) {
 }
 
 // Writes the pending restart record (restart_record.hpp); a stale one is logged first.
-void record_pending(const SpareJob& s, PendingRestart pending) {
-  const std::string metrics = s.config.train.run_dir + "/metrics.jsonl";
-  const auto stale = write_pending_restart(s.config.train.run_dir, pending);
-  if (stale && std::filesystem::exists(metrics)) {
-    monitor::JsonlSink(metrics, /*append=*/true).write(*stale);
+// Never throws: the restart or requeue it records has been decided (or done) already; a record
+// that cannot be written is a warning.
+void record_pending(const std::string& run_dir, const PendingRestart& pending) noexcept {
+  try {
+    const std::string metrics = run_dir + "/metrics.jsonl";
+    const auto stale = write_pending_restart(run_dir, pending);
+    if (stale && std::filesystem::exists(metrics)) {
+      monitor::JsonlSink(metrics, /*append=*/true).write(*stale);
+    }
+  } catch (const std::exception& e) {  // said, not swallowed: only the record is lost
+    std::fprintf(stderr, "cohort: warning: the restart is not recorded: %s\n", e.what());
   }
 }
 
@@ -281,26 +287,31 @@ std::optional<int> recover(SpareJob& s, const StopSignalsHeld& signals, int code
                          at.at.checkpoint, only(blamed, plan.left_out_now),
                          plan.spares_used, plan.next.active,
                          at.last_step_ms,  unix_ms()};
-  const int signal = plan.kind == Recovery::kRestart ? signals.pending() : 0;
-  if (plan.kind != Recovery::kRestart || signal != 0) {
-    if (signal != 0)
-      s.say(settings::signal_name(signal) + " between steps: not restarting in the job");
-    if (plan.kind != Recovery::kStop) {
-      pending.kind = "requeue";
-      pending.spares.clear();
-      pending.nodes.clear();
-      record_pending(s, pending);
+  bool requeue_instead = false;
+  if (plan.kind == Recovery::kRestart) {
+    // A stop signal (preemption, the time limit's warning) that came while no step ran: no new
+    // step; the job is requeued for the failure (its budget, crash loop and exclusion), which
+    // also brings it back as the signal asked.
+    if (const int signal = signals.pending()) {
+      s.say(settings::signal_name(signal) + " came before the new step: requeueing instead");
+      requeue_instead = true;
+    } else {
+      const auto acted = slurm::restart_within_budget(s.job, s.budgets, /*act=*/true, at.at);
+      record_pending(s.config.train.run_dir, pending);
+      s.say(restart_text(reason, blamed, plan, s.allocation, at, acted.text));
+      s.allocation = plan.next;
+      return std::nullopt;
     }
-    const int exit = requeue(s, reason, slurm::RestartCause::kFailure, blamed, code);
-    std::error_code ignored;
-    if (exit != 0) std::filesystem::remove(pending_restart_path(s.config.train.run_dir), ignored);
-    return exit;
   }
-  const auto acted = slurm::restart_within_budget(s.job, s.budgets, /*act=*/true, at.at);
-  record_pending(s, pending);
-  s.say(restart_text(reason, blamed, plan, s.allocation, at, acted.text));
-  s.allocation = plan.next;
-  return std::nullopt;
+  const int exit = requeue(s, reason, slurm::RestartCause::kFailure, blamed, code);
+  if ((plan.kind == Recovery::kRequeue || requeue_instead) && exit == 0) {  // kStop: no record
+    pending.kind = "requeue";
+    pending.spares.clear();
+    pending.nodes.clear();
+    pending.decided_ms = unix_ms();
+    record_pending(s.config.train.run_dir, pending);
+  }
+  return exit;
 }
 
 }  // namespace
@@ -315,40 +326,29 @@ std::optional<PendingRestart> pend_requeue(const settings::Config& config,
   const auto ledger = slurm::RestartLedger::load(budgets.ledger, job.job_id);
   const auto would =
       slurm::requeue_within_budget(job, budgets, slurm::RestartCause::kFailure, /*act=*/false);
-  if (!would.requeued || slurm::crash_loop(ledger.last_failure, at.at)) return std::nullopt;
-  PendingRestart pending{job.job_id,
-                         job.restart_count + ledger.in_allocation + 1,
-                         "requeue",
-                         budget_of(would.text),
-                         reason,
-                         at.at.step,
-                         at.at.checkpoint,
-                         {},
-                         {},
-                         {},
-                         at.last_step_ms,
-                         unix_ms()};
-  io::make_directories(config.train.run_dir);
-  const auto stale = write_pending_restart(config.train.run_dir, pending);
-  const std::string metrics = config.train.run_dir + "/metrics.jsonl";
-  if (stale && std::filesystem::exists(metrics)) {
-    monitor::JsonlSink(metrics, /*append=*/true).write(*stale);
-  }
-  return pending;
+  return PendingRestart{job.job_id,
+                        job.restart_count + ledger.in_allocation + 1,
+                        "requeue",
+                        budget_of(would.text),
+                        reason,
+                        at.at.step,
+                        at.at.checkpoint,
+                        {},
+                        {},
+                        {},
+                        at.last_step_ms,
+                        unix_ms()};
 }
 
 void settle_requeue(const settings::Config& config, std::optional<PendingRestart> pending,
                     const slurm::FailureRequeue& outcome) {
-  if (!pending) return;
-  std::error_code ignored;
-  if (!outcome.requeued) {
-    std::filesystem::remove(pending_restart_path(config.train.run_dir), ignored);
-    return;
-  }
+  // Only a requeue this process made: a step that ended because the job was requeued already
+  // (a preemption: rank 0 requeued, Slurm ended the step) leaves no restart record. Written after
+  // the requeue, in the KillWait seconds Slurm gives this process before its SIGKILL.
+  if (!pending || !outcome.requeued) return;
   pending->left_out = outcome.blamed;
   pending->decided_ms = unix_ms();
-  // What it replaces is its own first version: not a stale record to log.
-  write_pending_restart(config.train.run_dir, *pending);
+  record_pending(config.train.run_dir, *pending);
 }
 
 int supervise_with_spares(const settings::Config& config, const StepCommand& command, int ranks,
@@ -360,10 +360,11 @@ int supervise_with_spares(const settings::Config& config, const StepCommand& com
   if (const auto stop = preflight_with_spares(s)) return *stop;
   const StopSignalsHeld signals;
   while (true) {
-    const int code = run_forwarding(step_argv(command, "train", {}, ranks_of(s), false,
-                                              placement_of(s.allocation)))
-                         .code;
+    const auto end = run_training_step(
+        config, step_argv(command, "train", {}, ranks_of(s), false, placement_of(s.allocation)));
+    const int code = end.code;
     say("cohort-train: step ended with exit code " + std::to_string(code));
+    if (end.preempted && requeue_after_step(code)) return 0;  // Slurm ended it: rank 0 requeued
     if (!requeue_after_step(code)) return code;
     if (const auto exit = recover(s, signals, code)) return *exit;
   }

@@ -4,6 +4,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "cohort/env/environment.hpp"
 #include "cohort/ops/doctor.hpp"
@@ -19,6 +20,19 @@ namespace cohort::ops::detail {
 std::optional<DoctorReport> preflight_report(const settings::Config& config,
                                              const StepCommand& command, int ranks, int nodes,
                                              const Say& say);
+
+// A training step run with the failed-step mark (env/step_marker.hpp: a name of its own,
+// <run_dir>/step_failed-<pid>-<n>, removed before and after): its exit code; once a rank marked the
+// step failed, that rank's code, srun ended after ops::kMarkGrace instead of when it gives up on a
+// node it cannot reach. `preempted`: rank 0 requeued the job for a preemption during the step (the
+// ledger counts one more), so a failed exit is Slurm ending the step for that requeue, not a
+// failure to restart from.
+struct TrainingStepEnd {
+  int code = 0;
+  bool preempted = false;
+};
+TrainingStepEnd run_training_step(const settings::Config& config,
+                                  const std::vector<std::string>& argv);
 
 // "; network below slurm.preflight_bandwidth: ..." when that check failed, else "".
 std::string network_note(const DoctorReport& report);

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "cohort/env/step_marker.hpp"
 #include "cohort/error.hpp"
 
 namespace cohort::ops {
@@ -35,10 +36,20 @@ timespec to_timespec(std::chrono::steady_clock::duration left) {
   return {static_cast<time_t>(ns / 1000000000), static_cast<long>(ns % 1000000000)};
 }
 
+// A signal sent to this process (kill, scancel, Slurm's --signal): passed on. One the terminal
+// sent (Ctrl-C: si_code SI_KERNEL) reached the step's own process group already; passing it again
+// would be a second Ctrl-C, which mpirun takes as "abort now".
+void pass_on(int signal, const siginfo_t& info, pid_t child, bool stop_as_usr1, bool& stopping) {
+  const bool stop = signal != SIGUSR1 && signal != SIGUSR2;
+  const int passed = stop && stop_as_usr1 && !stopping ? SIGUSR1 : signal;
+  stopping = stopping || stop;
+  if (info.si_code <= 0) kill(child, passed);  // the step may have ended: none to pass to
+}
+
 }  // namespace
 
 StepEnd run_forwarding(const std::vector<std::string>& argv, std::chrono::seconds timeout,
-                       UniqueFd child_stderr, bool stop_as_usr1) {
+                       UniqueFd child_stderr, bool stop_as_usr1, const std::string& failed_mark) {
   sigset_t set, previous;
   sigemptyset(&set);
   for (const int signal : kForwarded) sigaddset(&set, signal);
@@ -60,24 +71,27 @@ StepEnd run_forwarding(const std::vector<std::string>& argv, std::chrono::second
   bool stopping = false;  // a stop signal was passed on already
   while (true) {
     siginfo_t info{};
-    const timespec left = to_timespec(std::max(deadline - Clock::now(), Clock::duration(0)));
-    const int signal = deadline == Clock::time_point::max() ? sigwaitinfo(&set, &info)
-                                                            : sigtimedwait(&set, &info, &left);
-    if (signal < 0 && errno == EAGAIN) {  // the deadline: end the step, then for good
-      kill(child, end.timed_out ? SIGKILL : SIGTERM);
-      end.timed_out = true;
+    const auto wake = failed_mark.empty() || end.marked
+                          ? deadline
+                          : std::min(deadline, Clock::now() + std::chrono::milliseconds(200));
+    const timespec left = to_timespec(std::max(wake - Clock::now(), Clock::duration(0)));
+    const int signal = wake == Clock::time_point::max() ? sigwaitinfo(&set, &info)
+                                                        : sigtimedwait(&set, &info, &left);
+    if (signal < 0 && errno == EAGAIN && Clock::now() < deadline) {  // the poll of the mark
+      end.marked = env::read_step_failed(failed_mark);
+      if (end.marked) deadline = std::min(deadline, Clock::now() + kMarkGrace);
+      continue;
+    }
+    if (signal < 0 && errno == EAGAIN) {  // the deadline (or the grace): end the step, for good
+      // A failed step's srun waits for tasks it cannot reach: SIGKILL, no second grace.
+      kill(child, end.timed_out || end.marked ? SIGKILL : SIGTERM);
+      end.timed_out = !end.marked || end.timed_out;
       deadline = Clock::now() + kKillAfter;
       continue;
     }
     if (signal < 0) continue;  // EINTR
     if (signal != SIGCHLD) {
-      // Sent to this process (kill, scancel, Slurm's --signal): passed on. One the terminal sent
-      // (Ctrl-C: si_code SI_KERNEL) reached the step's own process group already; passing it
-      // again would be a second Ctrl-C, which mpirun takes as "abort now".
-      const bool stop = signal != SIGUSR1 && signal != SIGUSR2;
-      const int passed = stop && stop_as_usr1 && !stopping ? SIGUSR1 : signal;
-      stopping = stopping || stop;
-      if (info.si_code <= 0) kill(child, passed);  // the step may have ended: none to pass to
+      pass_on(signal, info, child, stop_as_usr1, stopping);
       continue;
     }
     if (waitpid(child, &status, WNOHANG) == child) break;

@@ -3,11 +3,14 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 
 #include "cohort/env/environment.hpp"
 #include "cohort/env/launch.hpp"
+#include "cohort/env/step_marker.hpp"
 #include "cohort/env/system_info.hpp"
 #include "cohort/env/topology.hpp"
 #include "cohort/error.hpp"
@@ -16,6 +19,8 @@
 #include "cohort/ops/doctor.hpp"
 #include "cohort/ops/step_runner.hpp"
 #include "cohort/ops/supervision.hpp"
+#include "cohort/slurm/job.hpp"
+#include "cohort/slurm/restart_ledger.hpp"
 #include "ops/restart_loop.hpp"
 
 namespace cohort::ops {
@@ -87,6 +92,52 @@ std::optional<DoctorReport> preflight_report(const settings::Config& config,
   return read_report(report_file.path(), end, say);
 }
 
+namespace {
+
+// The job's preemptions so far (restarts.json); -1 when unknown (said: a ledger that cannot be
+// read fails the requeue that needs it, not the step).
+std::int64_t preemptions_so_far(const settings::Config& config, const slurm::JobIdentity& job) {
+  if (!job.in_job) return 0;
+  try {
+    return slurm::RestartLedger::load(slurm::ledger_path(config.train.run_dir), job.job_id)
+        .preemptions;
+  } catch (const IoError& e) {
+    std::fprintf(stderr, "cohort: warning: %s\n", e.what());
+    return -1;
+  }
+}
+
+// Removes a mark of this process's (Cohort's own name in the run directory); a failure is said:
+// a mark left behind would end the next step that polls the same name (none does: each step has
+// its own).
+void remove_mark(const std::string& path) {
+  std::error_code error;
+  if (!std::filesystem::remove(path, error) && error) {
+    std::fprintf(stderr, "cohort: warning: cannot remove %s: %s\n", path.c_str(),
+                 error.message().c_str());
+  }
+}
+
+}  // namespace
+
+TrainingStepEnd run_training_step(const settings::Config& config,
+                                  const std::vector<std::string>& argv) {
+  // A name per step: a rank of an earlier step still ending (its watchdog fires late) marks its
+  // own step, never this one.
+  static int steps = 0;
+  const std::string mark = config.train.run_dir + "/step_failed-" + std::to_string(::getpid()) +
+                           "-" + std::to_string(++steps);
+  remove_mark(mark);
+  const auto job = slurm::current_job(env::Environment::from_process());
+  const auto before = preemptions_so_far(config, job);
+  setenv(env::kStepFailedVariable, mark.c_str(), 1);
+  const auto end = run_forwarding(argv, std::chrono::seconds(0), UniqueFd(), false, mark);
+  unsetenv(env::kStepFailedVariable);
+  remove_mark(mark);
+  const auto after = preemptions_so_far(config, job);
+  return {end.marked.value_or(end.code), before >= 0 && after > before};
+}
+
 std::string network_note(const DoctorReport& report) {
   const auto& network = report.network;
   return network.status == CheckStatus::kFail
@@ -124,8 +175,10 @@ int supervise(const settings::Config& config, const StepCommand& command, int ra
   }
   if (ranks <= 0) ranks = static_cast<int>(environment.get_int("SLURM_NTASKS").value_or(1));
   if (const auto stop = preflight(config, command, ranks, say)) return *stop;
-  const int code = run_forwarding(step_argv(command, "train", {}, ranks, false)).code;
+  const auto end = detail::run_training_step(config, step_argv(command, "train", {}, ranks, false));
+  const int code = end.code;
   say("cohort-train: step ended with exit code " + std::to_string(code));
+  if (end.preempted && requeue_after_step(code)) return 0;  // Slurm ended it: rank 0 requeued
   std::optional<slurm::FailureRequeue> requeue;
   if (requeue_after_step(code)) {
     const std::string reason = "step failed (exit " + std::to_string(code) + ")";

@@ -25,11 +25,13 @@ cmd=${1:-}; dir=${2:-}
 [ -n "$cmd" ] && [ -n "$dir" ] || die "usage: netns_cluster.sh start|stop|env|cut|heal|freeze|thaw|kill|revive|reset|node-of DIR [ARG]"
 case "$dir" in /*) ;; *) dir=$(cd "$dir" 2>/dev/null && pwd || echo "$PWD/$dir") ;; esac
 
-# Names from DIR: netns c<h>n<i>, bridge cb<h>, host end of a veth cv<h>n<i> (all under 15 characters).
-h=$(($(printf '%s' "$dir" | cksum | cut -d' ' -f1) % 100000))
+# Names from DIR and this system's root (two systems in chroots may use the same path; network
+# names are the kernel's, shared by both): netns c<h>n<i>, bridge cb<h>, host end of a veth
+# cv<h>n<i> (all under 15 characters). The subnet is the first free one from h, kept in nodes.tsv.
+h=$(($(printf '%s %s' "$dir" "$(stat -L -c %d:%i /proc/self/root)" | cksum | cut -d' ' -f1) % 100000))
 bridge=cb$h
-prefix=10.$((100 + h % 100)).$((h / 100 % 250))
 slurmd_port=6818
+if [ -f "$dir/nodes.tsv" ]; then prefix=$(head -1 "$dir/nodes.tsv" | cut -f4 | cut -d. -f1-3); fi
 ns_of() { echo "c${h}$1"; }
 veth_of() { echo "cv${h}$1"; }
 node_index() { [[ $1 =~ ^n([0-9]+)$ ]] || die "no node '$1' (n1, n2, ...)"; echo "${BASH_REMATCH[1]}"; }
@@ -40,6 +42,15 @@ need_node() {
 }
 
 port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+pick_subnet() {
+  local i p
+  for i in $(seq 0 249); do
+    p=10.$((100 + (h + i) % 100)).$(((h / 100 + i) % 250))
+    ip -o -4 addr | grep -q " $p\." || { echo "$p"; return; }
+  done
+  die "no free 10.x.y.0/24 subnet found"
+}
+
 pick_port() {
   local p=$((20000 + h % 20000))
   for _ in $(seq 1 50); do port_free "$p" && { echo "$p"; return; }; p=$((p + 1)); done
@@ -87,9 +98,14 @@ AccountingStorageType=accounting_storage/none
 CONF
   # As in cluster.sh: the ring algorithm for every PMIx fence (docs/slurm-sandbox.md).
   echo "PMIxCollFence=ring" >"$dir/mpi.conf"
-  # Each node is its own network host, so Open MPI's TCP transport takes eth0 (the veth) between
-  # nodes. The nodes still share /dev/shm and /tmp: give each its own TMPDIR and shared-memory
-  # directory, as the localhost cluster does.
+  write_prolog
+  write_nodes "$nodes" "$ctld" "$cpus" "$mem"
+}
+
+# Each node is its own network host, so Open MPI's TCP transport takes eth0 (the veth) between
+# nodes. The nodes still share /dev/shm and /tmp: give each its own TMPDIR and shared-memory
+# directory, as the localhost cluster does.
+write_prolog() {
   cat >"$dir/task_prolog.sh" <<PROLOG
 #!/bin/sh
 echo "export TMPDIR=$dir/tmp/\$SLURMD_NODENAME"
@@ -101,6 +117,10 @@ fi
 exit 0
 PROLOG
   chmod 0755 "$dir/task_prolog.sh"
+}
+
+write_nodes() {
+  local nodes=$1 ctld=$2 cpus=$3 mem=$4 i
   echo "$prefix.1 $ctld" >"$dir/hosts"
   echo "127.0.0.1 localhost" >>"$dir/hosts"
   : >"$dir/nodes.tsv"
@@ -116,7 +136,6 @@ PROLOG
 
 make_network() {
   local nodes=$1 i ns veth
-  ip -o -4 addr | grep -q " $prefix\." && die "subnet $prefix.0/24 is already in use on this host"
   ip link add "$bridge" type bridge || die "cannot add a bridge (no bridge module, or no CAP_NET_ADMIN)"
   ip addr add "$prefix.1/24" dev "$bridge"
   ip link set "$bridge" up
@@ -167,13 +186,18 @@ start() {
   [ "$nodes" -ge 1 ] && [ "$nodes" -le 99 ] || die "NODES is 1 to 99"
   mkdir -p "$dir"/{ctld,log}
   for i in $(seq 1 "$nodes"); do mkdir -p "$dir/spool/n$i" "$dir/tmp/n$i"; done
-  write_conf "$nodes" "$(pick_port)"
+  port=$(pick_port)
+  prefix=$(pick_subnet)
+  write_conf "$nodes" "$port"
   export SLURM_CONF=$dir/slurm.conf
+  # A start that fails halfway leaves nothing behind: no bridge, namespace or daemon.
+  trap stop EXIT
   make_network "$nodes"
   start_munge
   slurmctld -i -f "$SLURM_CONF"
   for i in $(seq 1 "$nodes"); do start_slurmd "n$i"; done
   wait_idle "$nodes"
+  trap - EXIT
   echo "export SLURM_CONF=$SLURM_CONF"
 }
 
@@ -200,7 +224,13 @@ stop() {
   for ns in $(ip netns list 2>/dev/null | awk '{print $1}' | grep -E "^c${h}n[0-9]+$" || true); do
     p=$(ip netns pids "$ns" 2>/dev/null || true); [ -z "$p" ] || kill -CONT $p 2>/dev/null || true
   done
-  for f in "$dir"/slurmd-*.pid; do [ -e "$f" ] && stop_pidfile "$f"; done
+  # A slurmd pid file left by `kill` may name a process that is not ours any more: only a pid in
+  # its node's namespace is stopped here (the rest goes with the namespaces below).
+  for f in "$dir"/slurmd-*.pid; do
+    [ -e "$f" ] || continue
+    n=${f##*/slurmd-}; n=${n%.pid}
+    if [ "$(ip netns identify "$(cat "$f")" 2>/dev/null)" = "$(ns_of "$n")" ]; then stop_pidfile "$f"; else rm -f "$f"; fi
+  done
   stop_pidfile "$dir/slurmctld.pid"
   stop_pidfile "$dir/munge/munged.pid"
   for ns in $(ip netns list 2>/dev/null | awk '{print $1}' | grep -E "^c${h}n[0-9]+$" || true); do

@@ -20,8 +20,10 @@ out=$work/pre-$job.out
 cat "$out"
 [ "$end" = COMPLETED ] || fail "job $job ended $end"
 requeued_and_resumed "$job" "$out"
-grep -qx '{"failures":0,"job":"'"$job"'","last_failure":null,"preemptions":1,"preflight_requeues":0}' \
+grep -qx '{"failures":0,"in_allocation":0,"job":"'"$job"'","last_failure":null,"preemptions":1,"preflight_requeues":0,"step_nodes":0}' \
   pre/restarts.json || fail "restarts.json does not count one preemption: $(cat pre/restarts.json)"
+# A preemption is no failure: no restart record (the step's exit after the requeue is Slurm's).
+grep -q '"event":"restart"' pre/metrics.jsonl && fail "a preemption left a restart record"
 same_final_state ref pre 680
 
 job=$(sbatch --parsable --requeue --job-name=budget "$COHORT_SOURCE_DIR/sbatch/train.sbatch" \

@@ -4,9 +4,10 @@
 //
 // The job holds N + K nodes; the step runs on N of them (`active`), the other K wait as `spares`.
 // A node blamed for a failure is `left_out` for the rest of the job. After a failed step: each
-// blamed active node is replaced by the next healthy spare; a failure that blamed no node (a rank
-// died on a healthy node) restarts on the same nodes; with too few spares left the job is
-// requeued (the slurm module's path, its failed nodes excluded). A crash loop or a spent budget
+// blamed active node is replaced by the next healthy spare; a failure that blamed no node of the
+// job is requeued as without spares (a rank may have died on a healthy node, or the controller
+// has not flagged a lost node yet: a new step could land on it again); with too few spares left
+// the job is requeued too (the slurm module's path, its failed nodes excluded). A crash loop or a spent budget
 // stops it, as it stops a requeue. Every list is in the job's node order, which is the order in
 // which srun gives a step's nodes their ranks: active[0] (the first node, where the batch script
 // runs) holds ranks 0 .. ranks_per_node - 1, and so on; a spare takes the ranks of its place in
@@ -39,7 +40,7 @@ int step_node_count(int job_nodes, int spare_nodes, int recorded);
 enum class Recovery {
   kStop,     // not a failure a restart cures, a crash loop, or the failure budget is spent
   kRestart,  // a new step in this allocation (on spares for the blamed nodes)
-  kRequeue,  // too few healthy nodes left: the job goes back to the queue
+  kRequeue,  // no node blamed, or too few healthy ones left: the job goes back to the queue
 };
 
 struct RecoveryInput {

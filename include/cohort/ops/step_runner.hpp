@@ -8,6 +8,7 @@
 #pragma once
 
 #include <chrono>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,7 @@ namespace cohort::ops {
 struct StepEnd {
   int code = 0;
   bool timed_out = false;
+  std::optional<int> marked;  // the exit code a failing rank left in `failed_mark`, if any
 };
 
 // Runs argv with the forwarded signals passed on. With a positive `timeout`, a step still running
@@ -28,8 +30,14 @@ struct StepEnd {
 // are. mpirun ends its job at once on SIGTERM (its ranks get SIGKILL before a checkpoint is
 // written, and it exits 1), but passes SIGUSR1 on to them, which Cohort's trainer takes as "stop
 // with a checkpoint" and any other program, by default, as the end.
+// `failed_mark`: the step's env::kStepFailedVariable file (env/step_marker.hpp), polled every
+// 200 ms; once a rank left it, the step gets kMarkGrace to end by itself, then SIGKILL (srun
+// would wait KillWait + 2 s for a task on a node it cannot reach). The caller removes it before
+// and sets the variable.
 StepEnd run_forwarding(const std::vector<std::string>& argv,
                        std::chrono::seconds timeout = std::chrono::seconds(0),
-                       UniqueFd child_stderr = UniqueFd(), bool stop_as_usr1 = false);
+                       UniqueFd child_stderr = UniqueFd(), bool stop_as_usr1 = false,
+                       const std::string& failed_mark = "");
+inline constexpr std::chrono::milliseconds kMarkGrace{1500};
 
 }  // namespace cohort::ops

@@ -18,6 +18,7 @@
 
 #include "cohort/comm/allocator.hpp"
 #include "cohort/env/environment.hpp"
+#include "cohort/env/step_marker.hpp"
 #include "cohort/error.hpp"
 #include "mpi_check.hpp"
 #include "mpi_session_impl.hpp"
@@ -156,6 +157,7 @@ double MpiSession::loopback_seconds(std::size_t bytes, int repeats) const {
 
 void MpiSession::abort(int code) const {
   std::fflush(nullptr);
+  env::mark_step_failed(code);  // a supervised step ends now (env/step_marker.hpp)
   MPI_Abort(impl_->world, code);
   std::_Exit(code);  // MPI_Abort does not return; should it, this process still ends with `code`
 }
