@@ -105,6 +105,8 @@ for mode in ${modes//,/ }; do
   # The window ends here; what the job does after it is not counted. The injector's faults all
   # fell inside it; it ends once their repairs are done.
   echo "{\"t_stop\": $(date +%s.%N)}" >"$work/$mode-window.json"
+  # KILL, not TERM: TERM is a stop signal (slurm.signals), which would checkpoint and requeue.
+  scancel --full --signal=KILL "$job" 2>/dev/null || true
   scancel "$job" 2>/dev/null || true
   wait "$injector" 2>/dev/null || true
   for _ in $(seq 1 600); do

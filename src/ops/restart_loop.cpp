@@ -170,10 +170,11 @@ std::vector<slurm::FailedNode> left_out_before(const Allocation& allocation) {
 
 // The slurm module's requeue, told the whole blame; the batch script's exit code.
 int requeue(SpareJob& s, const std::string& reason, slurm::RestartCause cause,
-            const std::vector<slurm::FailedNode>& blamed, int step_code) {
+            const std::vector<slurm::FailedNode>& faulty,
+            const std::vector<slurm::FailedNode>& lost, int step_code) {
   const auto outcome = requeue_after_failure(
-      s.config, reason, step_environment(s.environment, s.allocation), cause, blamed,
-      KnownBlame{left_out_before(s.allocation), s.step_nodes, s.job_nodes});
+      s.config, reason, step_environment(s.environment, s.allocation), cause, faulty,
+      KnownBlame{lost, left_out_before(s.allocation), s.step_nodes, s.job_nodes});
   s.say(outcome.line);
   return cause == slurm::RestartCause::kPreflight
              ? (outcome.requeued ? 0 : static_cast<int>(ExitCode::kResumable))
@@ -189,7 +190,7 @@ std::optional<int> preflight_with_spares(SpareJob& s) {
   const auto failed = report->failed_nodes();
   const auto placement = plan_preflight(names(failed), s.allocation);
   if (!placement.train) {
-    const int code = requeue(s, "pre-flight", slurm::RestartCause::kPreflight, failed, 0);
+    const int code = requeue(s, "pre-flight", slurm::RestartCause::kPreflight, failed, {}, 0);
     return code == 0 ? 0 : report->exit_code();
   }
   std::string line = "pre-flight: " + std::to_string(report->nodes.size()) + " node(s) checked";
@@ -208,9 +209,21 @@ std::optional<int> preflight_with_spares(SpareJob& s) {
 // The nodes to blame for a failed step: those the ranks reported faulty, then those of the job's
 // nodes in use the controller counts as failed (waited for, up to slurm.node_failure_wait, only
 // when no rank reported one). A controller that cannot say is a warning.
-std::vector<slurm::FailedNode> blame(const SpareJob& s) {
+struct Blame {
+  std::vector<slurm::FailedNode> faulty;  // reported by a rank (a device fault)
+  std::vector<slurm::FailedNode> lost;    // flagged by the controller
+  std::vector<slurm::FailedNode> all() const {
+    auto nodes = faulty;
+    nodes.insert(nodes.end(), lost.begin(), lost.end());
+    return nodes;
+  }
+};
+
+Blame blame(const SpareJob& s) {
   std::vector<std::string> reports;
-  auto blamed = read_fault_reports(s.config.train.run_dir + "/node_faults", reports);
+  Blame found;
+  found.faulty = read_fault_reports(s.config.train.run_dir + "/node_faults", reports);
+  const auto& blamed = found.faulty;
   std::error_code ignored;
   for (const auto& path : reports) std::filesystem::remove(path, ignored);
   auto in_use = s.allocation.active;
@@ -221,25 +234,27 @@ std::vector<slurm::FailedNode> blame(const SpareJob& s) {
     for (auto& node : slurm::failed_nodes(in_use, wait)) {
       if (std::none_of(blamed.begin(), blamed.end(),
                        [&](const slurm::FailedNode& n) { return n.name == node.name; })) {
-        blamed.push_back(std::move(node));
+        found.lost.push_back(std::move(node));
       }
     }
-  } catch (const Error& e) {  // said: the restart goes on, on the same nodes
+  } catch (const Error& e) {  // said: with nothing blamed, the job is requeued
     std::fprintf(stderr, "cohort: warning: cannot check the job's nodes: %s\n", e.what());
   }
-  return blamed;
+  return found;
 }
 
 // The restart's line, as the requeue's: "step failed (exit 76): rank 1 (node n2) lost at step
 // 212 (not responding); restarting in job 12 (failure 1/3) on n[1,3-4], leaving out n2, spare
 // n4; resuming from step-00000200".
-std::string restart_text(const std::string& reason, const std::vector<slurm::FailedNode>& blamed,
-                         const RecoveryPlan& plan, const Allocation& before, const RunPoint& at,
+std::string restart_text(const std::string& reason, const Blame& blamed, const RecoveryPlan& plan,
+                         const Allocation& before, const RunPoint& at,
                          const std::string& budget_text) {
   std::string line = reason + ": ";
   const std::string step = at.at.step >= 0 ? " at step " + std::to_string(at.at.step) : "";
-  for (const auto& node : only(blamed, plan.left_out_now)) {
-    line += who(node.name, before) + " lost" + step + " (" + node.problem + "); ";
+  for (const auto& node : only(blamed.all(), plan.left_out_now)) {
+    const bool reported = !only(blamed.faulty, {node.name}).empty();
+    line += who(node.name, before) + (reported ? " faulty" : " lost") + step + " (" + node.problem +
+            "); ";
   }
   line += budget_text + " on " + env::compress_hostlist(plan.next.active);
   if (!plan.left_out_now.empty()) {
@@ -280,11 +295,11 @@ std::optional<int> recover(SpareJob& s, const StopSignalsHeld& signals, int code
   const auto ledger = slurm::RestartLedger::load(s.budgets.ledger, s.job.job_id);
   const auto budget = slurm::restart_within_budget(s.job, s.budgets, /*act=*/false, at.at);
   const auto plan = plan_recovery({true, slurm::crash_loop(ledger.last_failure, at.at),
-                                   budget.requeued, names(blamed), s.allocation});
+                                   budget.requeued, names(blamed.all()), s.allocation});
   PendingRestart pending{s.job.job_id,     s.job.restart_count + ledger.in_allocation + 1,
                          "in_allocation",  budget_of(budget.text),
                          reason,           at.at.step,
-                         at.at.checkpoint, only(blamed, plan.left_out_now),
+                         at.at.checkpoint, only(blamed.all(), plan.left_out_now),
                          plan.spares_used, plan.next.active,
                          at.last_step_ms,  unix_ms()};
   bool requeue_instead = false;
@@ -303,7 +318,8 @@ std::optional<int> recover(SpareJob& s, const StopSignalsHeld& signals, int code
       return std::nullopt;
     }
   }
-  const int exit = requeue(s, reason, slurm::RestartCause::kFailure, blamed, code);
+  const int exit =
+      requeue(s, reason, slurm::RestartCause::kFailure, blamed.faulty, blamed.lost, code);
   if ((plan.kind == Recovery::kRequeue || requeue_instead) && exit == 0) {  // kStop: no record
     pending.kind = "requeue";
     pending.spares.clear();

@@ -114,6 +114,7 @@ slurm::FailureRequeue requeue_after_failure(const TrainConfig& config, const std
     o.faulty.push_back(std::move(node));
   if (known) {
     o.blame_known = true;
+    o.lost = known->lost;
     o.left_out = known->left_out;
     o.step_nodes = known->step_nodes;
     o.job_nodes = known->job_nodes;

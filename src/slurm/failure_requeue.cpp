@@ -41,7 +41,14 @@ std::vector<FailedNode> lost_nodes(const FailureRequeueOptions& o,
   const auto list = environment.get("SLURM_JOB_NODELIST");
   if (!list || o.max_excluded_nodes <= 0) return {};
   std::vector<FailedNode> nodes = o.faulty;
-  if (o.blame_known) return nodes;  // the caller asked the controller already
+  if (o.blame_known) {  // the caller asked the controller already
+    for (const auto& node : o.lost) {
+      const bool known = std::any_of(nodes.begin(), nodes.end(),
+                                     [&](const FailedNode& n) { return n.name == node.name; });
+      if (!known) nodes.push_back(node);
+    }
+    return nodes;
+  }
   try {
     const auto wait = o.faulty.empty() ? o.node_failure_wait : std::chrono::seconds(0);
     for (auto& node : failed_nodes(env::expand_hostlist(*list, "SLURM_JOB_NODELIST"), wait)) {
@@ -89,17 +96,17 @@ std::string exclude(int limit, const std::string& job_id, const std::vector<Fail
   return text;
 }
 
-// A job with spares, requeued after they were used up: it may start on step_nodes to job_nodes
-// nodes, so that it is not left pending for N+K nodes that the exclusion no longer leaves.
-// Returns the tail of the line: ", on 3-4 nodes".
+// A job with spares, requeued after they were used up: its node and task counts lowered to the
+// step's nodes, so that it is not left pending for N+K nodes that the exclusion no longer leaves.
+// Returns the tail of the line: ", on 3 nodes".
 std::string node_range(const FailureRequeueOptions& o, const std::string& job_id) {
   if (o.step_nodes <= 0 || o.job_nodes <= o.step_nodes) return "";
   try {
-    set_node_range(job_id, o.step_nodes, o.job_nodes);
+    set_node_range(job_id, o.step_nodes, o.step_nodes);
   } catch (const Error& e) {  // the job is requeued all the same; it may wait for N+K nodes
     return ", could not let it start on fewer nodes: " + std::string(e.what());
   }
-  return ", on " + std::to_string(o.step_nodes) + "-" + std::to_string(o.job_nodes) + " nodes";
+  return ", on " + std::to_string(o.step_nodes) + " nodes";
 }
 
 }  // namespace

@@ -107,9 +107,22 @@ void exclude_nodes(const std::string& job_id, const std::vector<std::string>& no
 void set_node_range(const std::string& job_id, int min, int max) {
   COHORT_CHECK(min >= 1 && min <= max, SlurmError, "node range ", min, "-", max, " of job ", job_id,
                " is empty");
+  // The task count follows: a job of N+K nodes x T tasks asks N+K x T tasks, which N nodes with T
+  // per node cannot hold (the job would stay pending).
+  std::uint32_t per_node = 0;
+  {
+    const detail::JobInfo info = detail::load_job(job_id);
+    const slurm_job_info_t& job = info->job_array[0];
+    if (job.ntasks_per_node != 0 && job.ntasks_per_node != NO_VAL16) {
+      per_node = job.ntasks_per_node;
+    } else if (job.num_nodes != 0 && job.num_tasks != 0 && job.num_tasks != NO_VAL) {
+      per_node = job.num_tasks / job.num_nodes;
+    }
+  }
   job_desc_msg_t update = job_update(job_id);
   update.min_nodes = static_cast<std::uint32_t>(min);
   update.max_nodes = static_cast<std::uint32_t>(max);
+  if (per_node > 0) update.num_tasks = per_node * static_cast<std::uint32_t>(min);
   COHORT_SLURM_CHECK(slurm_update_job(&update));
 }
 

@@ -33,6 +33,8 @@ case "$cmd" in
       [ -z "$left" ] || { echo "fixture.sh: namespaces of the test cluster survived: $left" >&2; exit 1; }
       bridge=$(ip -o link show type bridge | grep -o "cb$(cut -f2 "$dir/nodes.tsv" | head -1 | sed 's/^c\([0-9]*\)n.*/\1/'):" || true)
       [ -z "$bridge" ] || { echo "fixture.sh: the bridge ${bridge%:} survived" >&2; exit 1; }
+      veths=$(ip -o link | awk -F': ' '{print $2}' | sed 's/@.*//' | grep -xF -f <(cut -f3 "$dir/nodes.tsv") || true)
+      [ -z "$veths" ] || { echo "fixture.sh: veth links of the test cluster survived: $veths" >&2; exit 1; }
     fi
     # Only this system's processes: a second system run beside this one in a chroot (two fresh
     # Debians at once) has a cluster under the same path, which pgrep sees too.

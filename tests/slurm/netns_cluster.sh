@@ -237,6 +237,11 @@ stop() {
     p=$(ip netns pids "$ns" 2>/dev/null || true); [ -z "$p" ] || kill -9 $p 2>/dev/null || true
     ip netns del "$ns" 2>/dev/null || true
   done
+  # The kernel may keep a deleted namespace (and so its veth pair) alive a while; the host ends
+  # are ours by name: deleting one deletes the pair.
+  for veth in $(ip -o link 2>/dev/null | awk -F': ' '{print $2}' | sed 's/@.*//' | grep -E "^cv${h}n[0-9]+$" || true); do
+    ip link del "$veth" 2>/dev/null || true
+  done
   ip link del "$bridge" 2>/dev/null || true
 }
 

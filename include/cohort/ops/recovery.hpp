@@ -7,11 +7,11 @@
 // blamed active node is replaced by the next healthy spare; a failure that blamed no node of the
 // job is requeued as without spares (a rank may have died on a healthy node, or the controller
 // has not flagged a lost node yet: a new step could land on it again); with too few spares left
-// the job is requeued too (the slurm module's path, its failed nodes excluded). A crash loop or a spent budget
-// stops it, as it stops a requeue. Every list is in the job's node order, which is the order in
-// which srun gives a step's nodes their ranks: active[0] (the first node, where the batch script
-// runs) holds ranks 0 .. ranks_per_node - 1, and so on; a spare takes the ranks of its place in
-// that order, not those of the node it replaces.
+// the job is requeued too (the slurm module's path, its failed nodes excluded). A crash loop or a
+// spent budget stops it, as it stops a requeue. Every list is in the job's node order, which is the
+// order in which srun gives a step's nodes their ranks: active[0] (the first node, where the batch
+// script runs) holds ranks 0 .. ranks_per_node - 1, and so on; a spare takes the ranks of its place
+// in that order, not those of the node it replaces.
 #pragma once
 
 #include <string>

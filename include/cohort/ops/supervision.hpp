@@ -36,8 +36,9 @@ slurm::RestartBudgets restart_budgets(const settings::TrainConfig& config);
 
 // What `cohort supervise` with spares knows before it requeues: the nodes it blamed (asked of the
 // controller already, so nothing is waited for), those it left out of earlier steps, and the
-// step's and the job's node counts (the requeued job may start on step_nodes to job_nodes).
+// step's and the job's node counts (the requeued job's is lowered to step_nodes).
 struct KnownBlame {
+  std::vector<slurm::FailedNode> lost;  // flagged by the controller (`faulty`: reported)
   std::vector<slurm::FailedNode> left_out;
   int step_nodes = 0;
   int job_nodes = 0;

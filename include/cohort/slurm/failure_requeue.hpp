@@ -38,10 +38,12 @@ struct FailureRequeueOptions {
   FailurePoint at;            // where the run stopped (step -1: unknown), for the crash loop
   std::string after_requeue;  // appended when requeued ("; the next run resumes from ...")
   // A job with spares (cohort supervise's restarts in the allocation): the caller asked the
-  // controller already, so `faulty` is the whole blame and nothing is waited for; `left_out` are
-  // the nodes it left out of earlier steps of this job, excluded beside `faulty`; with
-  // `step_nodes` > 0 the requeued job may start on step_nodes to `job_nodes` nodes.
+  // controller already, so `faulty` and `lost` (the nodes it flagged) are the whole blame and
+  // nothing is waited for; `left_out` are the nodes left out of earlier steps of this job,
+  // excluded beside them; with `step_nodes` > 0 the requeued job's node count is lowered to
+  // step_nodes (`job_nodes`: what it held).
   bool blame_known = false;
+  std::vector<FailedNode> lost;
   std::vector<FailedNode> left_out;
   int step_nodes = 0;
   int job_nodes = 0;

@@ -40,8 +40,9 @@ ExclusionPlan plan_exclusion(const std::vector<std::string>& excluded,
 std::vector<std::string> excluded_nodes(const std::string& job_id);
 // Replaces the excluded node list of a pending (e.g. just requeued) job.
 void exclude_nodes(const std::string& job_id, const std::vector<std::string>& nodes);
-// Lets a pending job start on `min` to `max` nodes (a job with spares, requeued after they were
-// used up: with its failed nodes excluded, its N+K may no longer exist).
+// Lets a pending job start on `min` to `max` nodes, its task count `min` x its tasks per node (a
+// job with spares, requeued after they were used up: with its failed nodes excluded, its N+K may
+// no longer exist).
 void set_node_range(const std::string& job_id, int min, int max);
 
 }  // namespace cohort::slurm

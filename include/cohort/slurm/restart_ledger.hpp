@@ -36,7 +36,7 @@ struct RestartLedger {
   // a requeue: slurm.max_restarts counts them beside SLURM_RESTART_COUNT.
   std::int64_t in_allocation = 0;
   // The nodes the training step runs on when the job has spares (0: no spares). Written on the
-  // first run, so that a requeued job of fewer nodes (the controller allows N to N+K after the
+  // first run, so that a requeued job of fewer nodes (lowered to N after the
   // spares were used up) knows how many of them are spares.
   std::int64_t step_nodes = 0;
   std::optional<FailurePoint> last_failure;  // cleared by a preemption (it saved a checkpoint)
