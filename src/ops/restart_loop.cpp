@@ -57,12 +57,6 @@ class StopSignalsHeld {
   sigset_t set_{}, previous_{};
 };
 
-std::int64_t unix_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
 // The ranks per node of the job: the same on every node, or a ConfigError (a spare must be able
 // to take any node's place).
 int ranks_per_node(const env::Environment& environment) {
@@ -272,6 +266,24 @@ std::string budget_of(const std::string& text) {
   return open == std::string::npos ? "" : text.substr(open + 1, text.size() - open - 2);
 }
 
+// The restart record of a failure at `at`, decided now (its nodes left for the caller):
+// `budget_text` is the budget check's ("restarting in job 12 (failure 1/3)").
+PendingRestart pending_of(const slurm::JobIdentity& job, const slurm::RestartLedger& ledger,
+                          const RunPoint& at, const std::string& reason, const char* kind,
+                          const std::string& budget_text) {
+  PendingRestart p;
+  p.job = job.job_id;
+  p.number = job.restart_count + ledger.in_allocation + 1;
+  p.kind = kind;
+  p.budget = budget_of(budget_text);
+  p.cause = reason;
+  p.failed_at_step = at.at.step;
+  p.resumed_from = at.at.checkpoint;
+  p.last_step_ms = at.last_step_ms;
+  p.decided_ms = unix_ms();
+  return p;
+}
+
 // Writes the pending restart record (restart_record.hpp); a stale one is logged first.
 // Never throws: the restart or requeue it records has been decided (or done) already; a record
 // that cannot be written is a warning.
@@ -296,12 +308,10 @@ std::optional<int> recover(SpareJob& s, const StopSignalsHeld& signals, int code
   const auto budget = slurm::restart_within_budget(s.job, s.budgets, /*act=*/false, at.at);
   const auto plan = plan_recovery({true, slurm::crash_loop(ledger.last_failure, at.at),
                                    budget.requeued, names(blamed.all()), s.allocation});
-  PendingRestart pending{s.job.job_id,     s.job.restart_count + ledger.in_allocation + 1,
-                         "in_allocation",  budget_of(budget.text),
-                         reason,           at.at.step,
-                         at.at.checkpoint, only(blamed.all(), plan.left_out_now),
-                         plan.spares_used, plan.next.active,
-                         at.last_step_ms,  unix_ms()};
+  auto pending = pending_of(s.job, ledger, at, reason, "in_allocation", budget.text);
+  pending.left_out = only(blamed.all(), plan.left_out_now);
+  pending.spares = plan.spares_used;
+  pending.nodes = plan.next.active;
   bool requeue_instead = false;
   if (plan.kind == Recovery::kRestart) {
     // A stop signal (preemption, the time limit's warning) that came while no step ran: no new
@@ -342,18 +352,7 @@ std::optional<PendingRestart> pend_requeue(const settings::Config& config,
   const auto ledger = slurm::RestartLedger::load(budgets.ledger, job.job_id);
   const auto would =
       slurm::requeue_within_budget(job, budgets, slurm::RestartCause::kFailure, /*act=*/false);
-  return PendingRestart{job.job_id,
-                        job.restart_count + ledger.in_allocation + 1,
-                        "requeue",
-                        budget_of(would.text),
-                        reason,
-                        at.at.step,
-                        at.at.checkpoint,
-                        {},
-                        {},
-                        {},
-                        at.last_step_ms,
-                        unix_ms()};
+  return pending_of(job, ledger, at, reason, "requeue", would.text);
 }
 
 void settle_requeue(const settings::Config& config, std::optional<PendingRestart> pending,

@@ -1,5 +1,6 @@
 #include "cohort/ops/restart_record.hpp"
 
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -75,6 +76,12 @@ std::string seconds(double s) {
 }
 
 }  // namespace
+
+std::int64_t unix_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
 
 std::string pending_restart_path(const std::string& run_dir) {
   return run_dir + "/restart_pending.json";

@@ -218,12 +218,9 @@ void Trainer::Impl::report_startup(std::int64_t first_step) {
   // with what only this run knows; rank 0 alone, the writer of the run's records.
   if (session.rank() == 0) {
     const auto job = env::Environment::from_process().get("SLURM_JOB_ID");
-    const auto now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                            std::chrono::system_clock::now().time_since_epoch())
-                            .count();
-    if (const auto restart =
-            ops::complete_restart(config.train.run_dir, job.value_or(""), first_step,
-                                  started.checkpoint_load_s, since(started.resumed, now), now_ms)) {
+    if (const auto restart = ops::complete_restart(config.train.run_dir, job.value_or(""),
+                                                   first_step, started.checkpoint_load_s,
+                                                   since(started.resumed, now), ops::unix_ms())) {
       log(restart->record);
       say(restart->line);
     }

@@ -21,6 +21,7 @@
 set -euo pipefail
 
 die() { echo "netns_cluster.sh: $*" >&2; exit 1; }
+source "$(cd "$(dirname "$0")" && pwd)/cluster_common.sh"
 cmd=${1:-}; dir=${2:-}
 [ -n "$cmd" ] && [ -n "$dir" ] || die "usage: netns_cluster.sh start|stop|env|cut|heal|freeze|thaw|kill|revive|reset|node-of DIR [ARG]"
 case "$dir" in /*) ;; *) dir=$(cd "$dir" 2>/dev/null && pwd || echo "$PWD/$dir") ;; esac
@@ -41,7 +42,6 @@ need_node() {
   [ "$i" -ge 1 ] && [ "$i" -le "$(node_count)" ] || die "no node '$1' in $dir"
 }
 
-port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 pick_subnet() {
   local i p
   for i in $(seq 0 249); do
@@ -62,61 +62,9 @@ write_conf() {
   ctld=$(hostname -s)
   cpus=$(nproc)
   mem=$(($(awk '/MemTotal/ {print $2}' /proc/meminfo) / 1024 / 2 / nodes))
-  cat >"$dir/slurm.conf" <<CONF
-ClusterName=cohort-netns
-SlurmctldHost=$ctld($prefix.1)
-SlurmctldPort=$port
-SlurmUser=$(id -un)
-SlurmdUser=root
-AuthType=auth/munge
-CredType=cred/munge
-AuthInfo=socket=$dir/munge/munge.socket,cred_expire=10
-StateSaveLocation=$dir/ctld
-SlurmdSpoolDir=$dir/spool/%n
-SlurmctldPidFile=$dir/slurmctld.pid
-SlurmdPidFile=$dir/slurmd-%n.pid
-SlurmctldLogFile=$dir/log/slurmctld.log
-SlurmdLogFile=$dir/log/slurmd-%n.log
-TmpFS=$dir/tmp/%n
-TaskProlog=$dir/task_prolog.sh
-ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
-SelectType=select/cons_tres
-SelectTypeParameters=CR_CPU
-MpiDefault=pmix
-JobRequeue=1
-ReturnToService=2
-MailProg=/bin/true
-SchedulerParameters=bf_interval=1,sched_interval=2
-SlurmctldTimeout=10
-SlurmdTimeout=10
-InactiveLimit=0
-KillWait=5
-MinJobAge=300
-JobCompType=jobcomp/none
-AccountingStorageType=accounting_storage/none
-CONF
-  # As in cluster.sh: the ring algorithm for every PMIx fence (docs/slurm-sandbox.md).
-  echo "PMIxCollFence=ring" >"$dir/mpi.conf"
-  write_prolog
+  write_common_conf cohort-netns "$ctld" "$prefix.1" "$port"
+  write_task_prolog eth0
   write_nodes "$nodes" "$ctld" "$cpus" "$mem"
-}
-
-# Each node is its own network host, so Open MPI's TCP transport takes eth0 (the veth) between
-# nodes. The nodes still share /dev/shm and /tmp: give each its own TMPDIR and shared-memory
-# directory, as the localhost cluster does.
-write_prolog() {
-  cat >"$dir/task_prolog.sh" <<PROLOG
-#!/bin/sh
-echo "export TMPDIR=$dir/tmp/\$SLURMD_NODENAME"
-echo "export OMPI_MCA_btl_tcp_if_include=eth0"
-if [ -n "\$SLURM_STEP_ID" ]; then
-  echo "export OMPI_MCA_btl_vader_backing_directory=$dir/tmp/\$SLURMD_NODENAME"
-  echo "export OMPI_MCA_btl_sm_backing_directory=$dir/tmp/\$SLURMD_NODENAME"
-fi
-exit 0
-PROLOG
-  chmod 0755 "$dir/task_prolog.sh"
 }
 
 write_nodes() {
@@ -150,13 +98,6 @@ make_network() {
   done
 }
 
-start_munge() {
-  rm -rf "$dir/munge"; mkdir -p "$dir/munge"; chmod 0755 "$dir/munge"
-  mungekey -c -k "$dir/munge/munge.key" -b 1024 2>/dev/null || mungekey -c -k "$dir/munge/munge.key"
-  chmod 0600 "$dir/munge/munge.key"
-  munged --force -S "$dir/munge/munge.socket" --key-file="$dir/munge/munge.key" \
-    --pid-file="$dir/munge/munged.pid" --log-file="$dir/log/munged.log" --seed-file="$dir/munge/seed"
-}
 
 # slurmd in the node's network namespace, with its own UTS (hostname nI) and mount namespace (the
 # cluster's hosts file as /etc/hosts). Its steps and jobs inherit all three.
@@ -204,16 +145,6 @@ start() {
 pids_of() { ip netns pids "$(ns_of "$1")" 2>/dev/null || true; }
 signal_node() { local p; p=$(pids_of "$2"); [ -z "$p" ] || kill "-$1" $p 2>/dev/null || true; }
 
-stop_pidfile() {
-  local file=$1 pid i
-  [ -f "$file" ] || return 0
-  pid=$(cat "$file")
-  if kill "$pid" 2>/dev/null; then
-    for i in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-    kill -9 "$pid" 2>/dev/null || true
-  fi
-  rm -f "$file"
-}
 
 stop() {
   local ns f

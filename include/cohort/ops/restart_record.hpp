@@ -42,6 +42,10 @@ struct PendingRestart {
 
 std::string pending_restart_path(const std::string& run_dir);
 
+// The record's clock: Unix time in milliseconds (supervise's decision and the new run's first
+// step, usually on two nodes).
+std::int64_t unix_ms();
+
 // Writes the pending record; an older one still there (never completed) comes back as its record
 // with "completed": false, for the caller to log first. Never throws for the old file.
 std::optional<nlohmann::json> write_pending_restart(const std::string& run_dir,
