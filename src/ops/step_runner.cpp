@@ -8,9 +8,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 
-#include "cohort/env/step_marker.hpp"
 #include "cohort/error.hpp"
+#include "cohort/io/files.hpp"
 
 namespace cohort::ops {
 namespace {
@@ -48,6 +49,28 @@ void pass_on(int signal, const siginfo_t& info, pid_t child, bool stop_as_usr1, 
 
 }  // namespace
 
+std::optional<int> read_step_mark(const std::string& path) {
+  std::error_code error;
+  if (!std::filesystem::exists(std::filesystem::symlink_status(path, error))) return std::nullopt;
+  std::string text;
+  try {
+    text = io::read_small_file(path, 4);
+  } catch (const IoError& e) {  // not a mark (a link, a FIFO, too long): srun's end stands
+    static bool said = false;   // polled every 200 ms: said once
+    if (!said) std::fprintf(stderr, "cohort: warning: %s\n", e.what());
+    said = true;
+    return std::nullopt;
+  }
+  if (text.size() != 4 || text[3] != '\n') return std::nullopt;
+  int code = 0;
+  for (int i = 0; i < 3; ++i) {
+    if (text[i] < '0' || text[i] > '9') return std::nullopt;
+    code = code * 10 + (text[i] - '0');
+  }
+  if (code < 1 || code > 255) return std::nullopt;  // no exit code, let alone a failure's
+  return code;
+}
+
 StepEnd run_forwarding(const std::vector<std::string>& argv, std::chrono::seconds timeout,
                        UniqueFd child_stderr, bool stop_as_usr1, const std::string& failed_mark) {
   sigset_t set, previous;
@@ -78,7 +101,7 @@ StepEnd run_forwarding(const std::vector<std::string>& argv, std::chrono::second
     const int signal = wake == Clock::time_point::max() ? sigwaitinfo(&set, &info)
                                                         : sigtimedwait(&set, &info, &left);
     if (signal < 0 && errno == EAGAIN && Clock::now() < deadline) {  // the poll of the mark
-      end.marked = env::read_step_failed(failed_mark);
+      end.marked = read_step_mark(failed_mark);
       if (end.marked) deadline = std::min(deadline, Clock::now() + kMarkGrace);
       continue;
     }

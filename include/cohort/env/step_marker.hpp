@@ -6,11 +6,9 @@
 // Protocol: supervise names a file of its run directory in COHORT_STEP_FAILED (removed before each
 // step) in the step's environment; the first rank to fail creates it exclusively and writes its
 // exit code; supervise, polling, ends the step a grace period after it appears
-// (ops::run_forwarding). Outside a supervised step the variable is unset and nothing is written.
+// (ops::run_forwarding, which reads it with ops::read_step_mark through io's bounded input path).
+// Outside a supervised step the variable is unset and nothing is written.
 #pragma once
-
-#include <optional>
-#include <string>
 
 namespace cohort::env {
 
@@ -21,8 +19,5 @@ inline constexpr const char* kStepFailedVariable = "COHORT_STEP_FAILED";
 // never throws, and a mark that cannot be written is simply not left (the step then ends as srun
 // ends it).
 void mark_step_failed(int code) noexcept;
-
-// The exit code in a mark at `path`; nullopt when there is none or it holds no code.
-std::optional<int> read_step_failed(const std::string& path);
 
 }  // namespace cohort::env

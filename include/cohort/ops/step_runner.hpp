@@ -40,4 +40,8 @@ StepEnd run_forwarding(const std::vector<std::string>& argv,
                        const std::string& failed_mark = "");
 inline constexpr std::chrono::milliseconds kMarkGrace{1500};
 
+// The exit code (1..255) in a failed-step mark at `path` (io::read_small_file: a regular file of
+// at most 4 bytes, "NNN\n"); nullopt when there is none or it holds no code. Never throws.
+std::optional<int> read_step_mark(const std::string& path);
+
 }  // namespace cohort::ops

@@ -39,12 +39,12 @@ BOOST_AUTO_TEST_CASE(the_first_failing_rank_leaves_its_code) {
   ::setenv(cohort::env::kStepFailedVariable, mark.path.c_str(), 1);
   cohort::env::mark_step_failed(77);
   cohort::env::mark_step_failed(76);  // a second rank: the first code stands
-  BOOST_TEST(cohort::env::read_step_failed(mark.path).value_or(0) == 77);
+  BOOST_TEST(cohort::ops::read_step_mark(mark.path).value_or(0) == 77);
   for (const char* text : {"", "76\n", "7a6\n", "0760", "000\n", "999\n"}) {
     std::ofstream(mark.path, std::ios::trunc) << text;
-    BOOST_TEST(!cohort::env::read_step_failed(mark.path).has_value());
+    BOOST_TEST(!cohort::ops::read_step_mark(mark.path).has_value());
   }
-  BOOST_TEST(!cohort::env::read_step_failed(mark.path + ".none").has_value());
+  BOOST_TEST(!cohort::ops::read_step_mark(mark.path + ".none").has_value());
 }
 
 BOOST_AUTO_TEST_CASE(a_marked_step_is_ended_after_the_grace) {
