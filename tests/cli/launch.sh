@@ -87,10 +87,19 @@ no_mpirun_text err7.txt || fail "mpirun's paragraph after a stop to resume: $(ca
 echo "ok: SIGTERM to the launcher -> ranks checkpointed, exit 75"
 
 # 5. Control: a rank killed by a signal keeps mpirun's account (the filter is not a blanket).
-rc=0; "$cohort" launch -n 2 -- sh -c 'kill -9 $$' 2>err8.txt || rc=$?
 # (Open MPI 4 calls it "returned a non-zero exit code", 5 "exited on signal 9": either is kept.)
-[ "$rc" -ne 0 ] && grep -q -- '^-----' err8.txt && grep -Eq "signal 9|non-zero exit code" err8.txt ||
-  fail "a killed rank: exit $rc, mpirun's account missing: $(cat err8.txt)"
+# Open MPI 5's mpirun itself prints nothing about it in about 1 of 5 runs (measured: 4 of 20 bare
+# mpirun runs on Debian 13, exit 137, empty stderr): the account must show in one of five tries,
+# and every try must fail.
+kept=0
+for try in 1 2 3 4 5; do
+  rc=0; "$cohort" launch -n 2 -- sh -c 'kill -9 $$' 2>err8.txt || rc=$?
+  [ "$rc" -ne 0 ] || fail "a killed rank: exit 0"
+  if grep -q -- '^-----' err8.txt && grep -Eq "signal 9|non-zero exit code" err8.txt; then
+    kept=1 && break
+  fi
+done
+[ "$kept" = 1 ] || fail "a killed rank: exit $rc, mpirun's account missing in 5 tries: $(cat err8.txt)"
 echo "ok: a killed rank -> exit $rc, mpirun's account kept"
 
 # 6. The protocol without mpirun: two processes, one line; a directory not trusted: both print.
