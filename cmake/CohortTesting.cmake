@@ -38,7 +38,7 @@ set(COHORT_TEST_AREAS
   package     "^package\\."
   pipeline    "pipeline"
   recompute   "recompute"
-  requeue     "requeue|restart_ledger|recovery_decisions|restart_record|step_mark|spare|fuzz\\.[a-z]+\\.(ledger|node_faults)"
+  requeue     "requeue|restart_ledger|recovery_decisions|restart_record|step_mark|spare|node_probe|fuzz\\.[a-z]+\\.(ledger|node_faults)"
   sandbox     "^slurm\\.cluster|^slurm\\.netns"
   tensorboard "tensorboard"
   tokenizer   "tokenizer|subword|text_classify|labelled_text"

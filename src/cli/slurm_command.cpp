@@ -39,9 +39,11 @@ int requeue(const std::vector<std::string>& args) {
       args, desc, "usage: cohort slurm requeue --config FILE [--set k=v ...] [--reason TEXT]\n");
   if (!parsed) return 0;
   const auto config = settings::Config::load(file, overrides);
-  const auto outcome = ops::requeue_after_failure(config, reason, env::Environment::from_process());
-  std::printf("%s\n", outcome.line.c_str());
-  std::fflush(stdout);
+  const auto outcome = ops::requeue_after_failure(config, reason, env::Environment::from_process(),
+                                                  [](const slurm::FailureRequeue& o) {
+                                                    std::printf("%s\n", o.line.c_str());
+                                                    std::fflush(stdout);
+                                                  });
   return ops::requeue_exit(outcome);
 }
 

@@ -162,14 +162,19 @@ std::vector<slurm::FailedNode> left_out_before(const Allocation& allocation) {
   return nodes;
 }
 
-// The slurm module's requeue, told the whole blame; the batch script's exit code.
+// The slurm module's requeue, told the whole blame; the batch script's exit code. `requeued` runs
+// after the line is said, before the job's node lists are updated.
 int requeue(SpareJob& s, const std::string& reason, slurm::RestartCause cause,
             const std::vector<slurm::FailedNode>& faulty,
-            const std::vector<slurm::FailedNode>& lost, int step_code) {
+            const std::vector<slurm::FailedNode>& lost, int step_code,
+            const std::function<void()>& requeued = {}) {
+  const auto report = [&](const slurm::FailureRequeue& outcome) {
+    s.say(outcome.line);
+    if (outcome.requeued && requeued) requeued();
+  };
   const auto outcome = requeue_after_failure(
-      s.config, reason, step_environment(s.environment, s.allocation), cause, faulty,
+      s.config, reason, step_environment(s.environment, s.allocation), report, cause, faulty,
       KnownBlame{lost, left_out_before(s.allocation), s.step_nodes, s.job_nodes});
-  s.say(outcome.line);
   return cause == slurm::RestartCause::kPreflight
              ? (outcome.requeued ? 0 : static_cast<int>(ExitCode::kResumable))
              : supervise_exit(step_code, outcome);
@@ -328,16 +333,14 @@ std::optional<int> recover(SpareJob& s, const StopSignalsHeld& signals, int code
       return std::nullopt;
     }
   }
-  const int exit =
-      requeue(s, reason, slurm::RestartCause::kFailure, blamed.faulty, blamed.lost, code);
-  if ((plan.kind == Recovery::kRequeue || requeue_instead) && exit == 0) {  // kStop: no record
+  return requeue(s, reason, slurm::RestartCause::kFailure, blamed.faulty, blamed.lost, code, [&] {
+    if (plan.kind != Recovery::kRequeue && !requeue_instead) return;  // kStop: no record
     pending.kind = "requeue";
     pending.spares.clear();
     pending.nodes.clear();
     pending.decided_ms = unix_ms();
     record_pending(s.config.train.run_dir, pending);
-  }
-  return exit;
+  });
 }
 
 }  // namespace

@@ -160,9 +160,9 @@ std::optional<int> preflight(const settings::Config& config, const StepCommand& 
     }
     return std::nullopt;
   }
-  const auto outcome = requeue_after_failure(
-      config, "pre-flight", environment, slurm::RestartCause::kPreflight, report->failed_nodes());
-  say(outcome.line);
+  const auto outcome =
+      requeue_after_failure(config, "pre-flight", environment, detail::say_line(say),
+                            slurm::RestartCause::kPreflight, report->failed_nodes());
   return preflight_exit(outcome, *report);
 }
 
@@ -183,9 +183,11 @@ int supervise(const settings::Config& config, const StepCommand& command, int ra
   if (requeue_after_step(code)) {
     const std::string reason = "step failed (exit " + std::to_string(code) + ")";
     auto pending = detail::pend_requeue(config, reason, environment);
-    requeue = requeue_after_failure(config, reason, environment);
-    detail::settle_requeue(config, std::move(pending), *requeue);
-    say(requeue->line);
+    requeue = requeue_after_failure(config, reason, environment,
+                                    [&](const slurm::FailureRequeue& outcome) {
+                                      say(outcome.line);
+                                      detail::settle_requeue(config, std::move(pending), outcome);
+                                    });
   }
   return supervise_exit(code, requeue);
 }

@@ -100,7 +100,7 @@ RunPoint run_point(const TrainConfig& config) {
 
 slurm::FailureRequeue requeue_after_failure(const TrainConfig& config, const std::string& reason,
                                             const env::Environment& environment,
-                                            slurm::RestartCause cause,
+                                            const RequeueReport& report, slurm::RestartCause cause,
                                             std::vector<slurm::FailedNode> faulty,
                                             const std::optional<KnownBlame>& known) {
   slurm::FailureRequeueOptions o;
@@ -122,14 +122,21 @@ slurm::FailureRequeue requeue_after_failure(const TrainConfig& config, const std
   o.at = run_point(config).at;
   o.after_requeue = o.at.checkpoint.empty() ? "; no checkpoint yet: the next run starts over"
                                             : "; the next run resumes from " + o.at.checkpoint;
+  // The run's record says why it stopped (for report/top), then the caller reports: once.
+  const auto record = [&](const slurm::FailureRequeue& outcome) {
+    const std::string metrics = config.train.run_dir + "/metrics.jsonl";
+    if (std::filesystem::exists(metrics)) {
+      monitor::JsonlSink(metrics, /*append=*/true)
+          .write(
+              {{"event", requeue_event(outcome)}, {"step", o.at.step}, {"message", outcome.line}});
+    }
+    if (report) report(outcome);
+  };
+  o.on_requeued = record;
   auto outcome = slurm::requeue_after_failure(o, reason, environment);
   std::error_code ignored;  // a report left behind is read again, and excluded again, next time
   for (const auto& path : reports) std::filesystem::remove(path, ignored);
-  const std::string metrics = config.train.run_dir + "/metrics.jsonl";
-  if (std::filesystem::exists(metrics)) {  // the run's record says why it stopped, for report/top
-    monitor::JsonlSink(metrics, /*append=*/true)
-        .write({{"event", requeue_event(outcome)}, {"step", o.at.step}, {"message", outcome.line}});
-  }
+  if (!outcome.requeued) record(outcome);
   return outcome;
 }
 

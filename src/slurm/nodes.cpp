@@ -1,10 +1,12 @@
 #include "cohort/slurm/nodes.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <set>
 #include <thread>
 
 #include "cohort/env/hostlist.hpp"
+#include "cohort/slurm/node_probe.hpp"
 #include "slurm/slurm_check.hpp"
 
 namespace cohort::slurm {
@@ -16,27 +18,45 @@ struct NodeInfoFree {
 
 // What is wrong with a node in the controller's eyes; empty when nothing is.
 std::string problem_of(std::uint32_t state) {
-  if (state & NODE_STATE_NO_RESPOND) return "not responding";
+  if (state & NODE_STATE_NO_RESPOND) return kNotResponding;
   if ((state & NODE_STATE_BASE) == NODE_STATE_DOWN) return "down";
   if (state & NODE_STATE_FAIL) return "failing";
   if (state & NODE_STATE_DRAIN) return "draining";
   return "";
 }
 
-std::vector<FailedNode> failed_now(const std::vector<std::string>& nodes) {
+// What the controller says about `nodes` now: those it counts as failed, and where the slurmd of
+// each other one listens.
+struct NodeStates {
+  std::vector<FailedNode> flagged;
+  std::vector<Endpoint> others;
+  std::set<std::string> down;  // flagged, and DOWN (not only not responding yet)
+};
+
+NodeStates states_now(const std::vector<std::string>& nodes) {
   detail::init_once();
   node_info_msg_t* raw = nullptr;
   COHORT_SLURM_CHECK(slurm_load_node(0, &raw, SHOW_ALL));
   const std::unique_ptr<node_info_msg_t, NodeInfoFree> info(raw);
   const std::set<std::string> wanted(nodes.begin(), nodes.end());
-  std::vector<FailedNode> failed;
+  NodeStates states;
   for (std::uint32_t i = 0; info && i < info->record_count; ++i) {
     const node_info_t& node = info->node_array[i];
     if (node.name == nullptr || wanted.count(node.name) == 0) continue;
     std::string problem = problem_of(node.node_state);
-    if (!problem.empty()) failed.push_back({node.name, std::move(problem)});
+    if ((node.node_state & NODE_STATE_BASE) == NODE_STATE_DOWN) states.down.insert(node.name);
+    if (!problem.empty()) {
+      states.flagged.push_back({node.name, std::move(problem)});
+    } else {
+      states.others.push_back({node.name, node.node_addr ? node.node_addr : node.name, node.port});
+    }
   }
-  // In the job's node order, not the controller's.
+  return states;
+}
+
+// `failed` in the job's node order, not the controller's.
+std::vector<FailedNode> in_job_order(std::vector<FailedNode> failed,
+                                     const std::vector<std::string>& nodes) {
   std::sort(failed.begin(), failed.end(), [&](const FailedNode& a, const FailedNode& b) {
     return std::find(nodes.begin(), nodes.end(), a.name) <
            std::find(nodes.begin(), nodes.end(), b.name);
@@ -44,14 +64,48 @@ std::vector<FailedNode> failed_now(const std::vector<std::string>& nodes) {
   return failed;
 }
 
+// The nodes the controller flags, else (`probe`) those whose slurmd does not answer. When most of
+// them do not, the fault is more likely this node's own network than theirs: none is blamed.
+std::vector<FailedNode> failed_now(const std::vector<std::string>& nodes, bool probe) {
+  auto states = states_now(nodes);
+  if (states.flagged.empty() && probe) {
+    const auto silent = unreachable(states.others);
+    if (silent.size() * 2 > states.others.size()) {
+      std::fprintf(stderr,
+                   "cohort: warning: %zu of the job's %zu nodes do not answer from here (%s): "
+                   "none is blamed for it\n",
+                   silent.size(), states.others.size(), env::compress_hostlist(silent).c_str());
+    } else {
+      for (const auto& name : silent) states.flagged.push_back({name, kUnreachable});
+    }
+  }
+  return in_job_order(std::move(states.flagged), nodes);
+}
+
 }  // namespace
 
 std::vector<FailedNode> failed_nodes(const std::vector<std::string>& nodes,
                                      std::chrono::seconds wait) {
   const auto give_up = std::chrono::steady_clock::now() + wait;
-  while (true) {
-    auto failed = failed_now(nodes);
+  // The probe once: a node lost with the step is unreachable at once; and each probe is an error
+  // line in slurmd's log ("Zero Bytes were transmitted or received").
+  for (bool probe = true;; probe = false) {
+    auto failed = failed_now(nodes, probe);
     if (!failed.empty() || std::chrono::steady_clock::now() >= give_up) return failed;
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+  }
+}
+
+std::vector<std::string> await_down(const std::vector<std::string>& nodes,
+                                    std::chrono::seconds wait) {
+  const auto give_up = std::chrono::steady_clock::now() + wait;
+  while (true) {
+    const auto states = states_now(nodes);
+    std::vector<std::string> up;
+    for (const auto& name : nodes) {
+      if (states.down.count(name) == 0) up.push_back(name);
+    }
+    if (up.empty() || std::chrono::steady_clock::now() >= give_up) return up;
     std::this_thread::sleep_for(std::chrono::seconds(1));
   }
 }
@@ -95,34 +149,20 @@ job_desc_msg_t job_update(const std::string& job_id) {
 
 }  // namespace
 
-void exclude_nodes(const std::string& job_id, const std::vector<std::string>& nodes) {
+void update_requeued_job(const std::string& job_id, const RequeuedShape& shape) {
   job_desc_msg_t update = job_update(job_id);
-  std::string list = env::compress_hostlist(nodes);
+  const std::string list = env::compress_hostlist(shape.excluded);
   std::vector<char> text(list.begin(), list.end());
   text.push_back('\0');
-  update.exc_nodes = text.data();
-  COHORT_SLURM_CHECK(slurm_update_job(&update));
-}
-
-void set_node_range(const std::string& job_id, int min, int max) {
-  COHORT_CHECK(min >= 1 && min <= max, SlurmError, "node range ", min, "-", max, " of job ", job_id,
-               " is empty");
-  // The task count follows: a job of N+K nodes x T tasks asks N+K x T tasks, which N nodes with T
-  // per node cannot hold (the job would stay pending).
-  std::uint32_t per_node = 0;
-  {
-    const detail::JobInfo info = detail::load_job(job_id);
-    const slurm_job_info_t& job = info->job_array[0];
-    if (job.ntasks_per_node != 0 && job.ntasks_per_node != NO_VAL16) {
-      per_node = job.ntasks_per_node;
-    } else if (job.num_nodes != 0 && job.num_tasks != 0 && job.num_tasks != NO_VAL) {
-      per_node = job.num_tasks / job.num_nodes;
-    }
+  if (!shape.excluded.empty()) update.exc_nodes = text.data();
+  if (shape.nodes > 0) {
+    const std::int64_t tasks = std::int64_t{shape.nodes} * std::max(shape.tasks_per_node, 0);
+    COHORT_CHECK(tasks < std::int64_t{NO_VAL}, SlurmError, "job ", job_id, ": ", shape.nodes,
+                 " nodes x ", shape.tasks_per_node, " tasks is too many");
+    update.min_nodes = static_cast<std::uint32_t>(shape.nodes);
+    update.max_nodes = static_cast<std::uint32_t>(shape.nodes);
+    if (tasks > 0) update.num_tasks = static_cast<std::uint32_t>(tasks);
   }
-  job_desc_msg_t update = job_update(job_id);
-  update.min_nodes = static_cast<std::uint32_t>(min);
-  update.max_nodes = static_cast<std::uint32_t>(max);
-  if (per_node > 0) update.num_tasks = per_node * static_cast<std::uint32_t>(min);
   COHORT_SLURM_CHECK(slurm_update_job(&update));
 }
 

@@ -9,6 +9,16 @@ export SLURM_CONF=$COHORT_SLURM_DIR/slurm.conf
 work=$(mktemp -d "$COHORT_SLURM_DIR/test.XXXXXX")
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
+# netns_ready: a test on the cluster of network hosts starts with every node up and leaves them so
+# however it ends ($nc: netns_cluster.sh, for the test's own cuts); cohort on PATH; in $work.
+netns_ready() {
+  nc=$COHORT_SOURCE_DIR/tests/slurm/netns_cluster.sh
+  bash "$nc" reset "$COHORT_SLURM_DIR"
+  trap 'bash "$nc" reset "$COHORT_SLURM_DIR" >/dev/null 2>&1 || true' EXIT
+  export PATH=$(dirname "$COHORT_BIN"):$PATH
+  cd "$work"
+}
+
 # submit_wait ARGS...: sbatch ARGS, poll the job every 0.2 s (sbatch --wait polls with backoff up to
 # 30 s), and succeed when it COMPLETED with exit code 0. Prints the job id.
 submit_wait() {

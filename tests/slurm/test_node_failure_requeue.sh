@@ -38,7 +38,7 @@ state=$(wait_end "$job")
 out=$work/nodefail-$job.out
 grep -v '^  ' "$out"
 [ "$state" = COMPLETED ] || fail "job $job ended $state"
-grep -Eq "^step failed \(exit [0-9]+\): rank 1 \(node $victim\) lost at step [0-9]+ \((not responding|down)\); requeued job $job \(failure 1/3\), excluding $victim; the next run resumes from step-" "$out" ||
+grep -Eq "^step failed \(exit [0-9]+\): rank 1 \(node $victim\) lost at step [0-9]+ \((not responding|down|unreachable)\); requeued job $job \(failure 1/3\), excluding $victim; the next run resumes from step-" "$out" ||
   fail "the batch script did not requeue the job excluding $victim"
 ran_without "$job" "$victim" "$out"
 grep -q "^resumed from .*/checkpoints/step-" "$out" || fail "the restart did not resume"

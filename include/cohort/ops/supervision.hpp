@@ -4,7 +4,10 @@
 // settings, told where the run stopped (the last step record of <train.run_dir>/metrics.jsonl)
 // and where the next run resumes (the newest readable checkpoint). The outcome is appended to
 // metrics.jsonl (a "requeue" or "step_failed" record), so that `cohort report` and `cohort top`
-// show why the run stopped. The caller prints the line; exit 0 when requeued, 75 when not.
+// show why the run stopped. The outcome goes to the caller's `report` (it prints the line) once:
+// right after the requeue, before the job's node lists are updated (Slurm ends this process
+// KillWait seconds after the requeue), or at the end when not requeued; exit 0 when requeued, 75
+// when not.
 //
 // Node faults: a rank that finds its node at fault (a CUDA or NCCL error, a GPU lost; its exit
 // code is 78) files report_node_fault(): a small file <train.run_dir>/node_faults/<node>.fault.
@@ -14,6 +17,7 @@
 
 #include <cstdint>
 #include <exception>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -44,10 +48,14 @@ struct KnownBlame {
   int job_nodes = 0;
 };
 
+// What the caller does with the outcome: print its line, record the restart to come.
+using RequeueReport = std::function<void(const slurm::FailureRequeue&)>;
+
 // `cause` kFailure after a failed step; kPreflight after nodes failed `cohort doctor` (`faulty`).
 slurm::FailureRequeue requeue_after_failure(
     const settings::TrainConfig& config, const std::string& reason,
-    const env::Environment& environment, slurm::RestartCause cause = slurm::RestartCause::kFailure,
+    const env::Environment& environment, const RequeueReport& report,
+    slurm::RestartCause cause = slurm::RestartCause::kFailure,
     std::vector<slurm::FailedNode> faulty = {},
     const std::optional<KnownBlame>& known = std::nullopt);
 

@@ -4,10 +4,16 @@
 // off the nodes the controller counts as failed, up to a limit.
 //
 // Protocol: requeue_after_failure() waits up to node_failure_wait for the controller to flag the
-// job's lost nodes (only when a requeue will happen and exclusion is wanted), ignores SIGTERM
-// (Slurm terminates the running job as it requeues it, this process included, possibly before
-// the RPC returns), requeues, and then excludes the failed nodes (the controller takes an
-// excluded node list only for a pending job). It returns one line that tells the story,
+// job's lost nodes or for them to be found unreachable (only when a requeue will happen and
+// exclusion is wanted), then for the lost ones to be down (until then a requeued job cannot
+// complete), reads the job's excluded list and plans the update, ignores SIGTERM (Slurm
+// terminates the running job as it requeues it, this process included, possibly before the RPC
+// returns), requeues, hands the outcome to `on_requeued` (Slurm's SIGKILL follows KillWait seconds
+// after the requeue: what must not be lost, the line and the records, goes first), and then hands
+// the controller one update of the job (excluded list, node count, tasks: it takes them only for a
+// pending job) from a child process it waits for at most a second (nodes.hpp and the source say
+// why); a refused update is a warning on stderr. The caller ends soon after. It returns one line
+// that tells the story,
 // "<reason>: rank 1 (node n2) lost at step 340 (not responding); requeued job 12 (failure 1/3),
 // excluding n2<after_requeue>", and whether the job was requeued. A failure from the same
 // checkpoint as the one before (crash_loop()) is not requeued: "crash loop: ...".
@@ -16,6 +22,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -26,6 +33,8 @@
 #include "cohort/slurm/restart_ledger.hpp"
 
 namespace cohort::slurm {
+
+struct FailureRequeue;
 
 struct FailureRequeueOptions {
   RestartBudgets budgets;                       // slurm.requeue, the budgets, the ledger
@@ -40,13 +49,15 @@ struct FailureRequeueOptions {
   // A job with spares (cohort supervise's restarts in the allocation): the caller asked the
   // controller already, so `faulty` and `lost` (the nodes it flagged) are the whole blame and
   // nothing is waited for; `left_out` are the nodes left out of earlier steps of this job,
-  // excluded beside them; with `step_nodes` > 0 the requeued job's node count is lowered to
-  // step_nodes (`job_nodes`: what it held).
+  // excluded beside them; `step_nodes` > 0 is the step's node count, which the requeued job asks
+  // for (`job_nodes`: what it held; otherwise, after a lost node, SLURM_JOB_NUM_NODES).
   bool blame_known = false;
   std::vector<FailedNode> lost;
   std::vector<FailedNode> left_out;
   int step_nodes = 0;
   int job_nodes = 0;
+  // Called once, right after the requeue (before the node list updates), with the whole line.
+  std::function<void(const FailureRequeue&)> on_requeued;
 };
 
 struct FailureRequeue {
