@@ -16,6 +16,13 @@ case "$cmd" in
       echo "slurmd must run as root; the slurm tests are skipped" | tee "$dir/unavailable"
       exit 0
     fi
+    # Each node's slurmd gets a private mount namespace (its own /etc/hosts): not possible where /
+    # is no mount point, as in a chroot (fresh-debian-run's systems).
+    if [ "$kind" = netns ] && ! unshare --mount --propagation private true 2>/dev/null; then
+      echo "no private mount namespace here (/ is no mount point: a chroot?); the netns tests are skipped" |
+        tee "$dir/unavailable"
+      exit 0
+    fi
     if [ "$kind" = netns ] && ! ip netns add "cohort-probe-$$" 2>/dev/null; then
       echo "no network namespaces here (ip netns add failed); the netns tests are skipped" |
         tee "$dir/unavailable"

@@ -92,9 +92,11 @@ make_network() {
     ip netns add "$ns" || die "cannot add network namespace $ns"
     ip link add "$veth" type veth peer name eth0 netns "$ns" || die "cannot add a veth pair"
     ip link set "$veth" master "$bridge" up
-    ip -n "$ns" addr add "$prefix.$((10 + i))/24" dev eth0
-    ip -n "$ns" link set lo up
-    ip -n "$ns" link set eth0 up
+    # nsenter, not `ip -n`: that remounts / as a slave first, which fails where / is no mount
+    # point (a chroot, as fresh-debian-run's systems): "mount --make-rslave /" failed.
+    nsenter --net="/run/netns/$ns" ip addr add "$prefix.$((10 + i))/24" dev eth0
+    nsenter --net="/run/netns/$ns" ip link set lo up
+    nsenter --net="/run/netns/$ns" ip link set eth0 up
   done
 }
 
