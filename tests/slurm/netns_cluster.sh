@@ -181,10 +181,13 @@ stop() {
 revive() {
   local node=$1
   need_node "$node"
-  ip link set "$(veth_of "$node")" up
-  signal_node CONT "$node"
+  # Every process of the node dies before it can run or reach the network again (SIGKILL reaches a
+  # stopped one too): a stale slurmstepd of an earlier run, thawed or reconnected, ends the step of
+  # the same id in the job's next run (seen in bench/goodput.sh: its PMIx abort cancelled step 1.1
+  # of the requeued job, whose batch script then ended with 137).
   signal_node KILL "$node"
   for _ in $(seq 1 50); do [ -z "$(pids_of "$node")" ] && break; sleep 0.1; done
+  ip link set "$(veth_of "$node")" up
   rm -f "$dir/slurmd-$node.pid"
   start_slurmd "$node"
   # A node marked down for not responding comes back by itself when it registers (ReturnToService=2);
