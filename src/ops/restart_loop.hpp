@@ -10,7 +10,6 @@
 #include "cohort/ops/doctor.hpp"
 #include "cohort/ops/restart_record.hpp"
 #include "cohort/ops/supervise.hpp"
-#include "cohort/ops/supervision.hpp"
 #include "cohort/settings/config.hpp"
 #include "cohort/slurm/failure_requeue.hpp"
 
@@ -54,10 +53,5 @@ std::optional<PendingRestart> pend_requeue(const settings::Config& config,
                                            const env::Environment& environment);
 void settle_requeue(const settings::Config& config, std::optional<PendingRestart> pending,
                     const slurm::FailureRequeue& outcome);
-
-// A requeue's report that says its line (`say` must outlive it).
-inline RequeueReport say_line(const Say& say) {
-  return [&say](const slurm::FailureRequeue& outcome) { say(outcome.line); };
-}
 
 }  // namespace cohort::ops::detail

@@ -160,9 +160,10 @@ std::optional<int> preflight(const settings::Config& config, const StepCommand& 
     }
     return std::nullopt;
   }
-  const auto outcome =
-      requeue_after_failure(config, "pre-flight", environment, detail::say_line(say),
-                            slurm::RestartCause::kPreflight, report->failed_nodes());
+  const auto outcome = requeue_after_failure(
+      config, "pre-flight", environment,
+      [&](const slurm::FailureRequeue& outcome) { say(outcome.line); },
+      slurm::RestartCause::kPreflight, report->failed_nodes());
   return preflight_exit(outcome, *report);
 }
 

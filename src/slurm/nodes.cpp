@@ -82,32 +82,41 @@ std::vector<FailedNode> failed_now(const std::vector<std::string>& nodes, bool p
   return in_job_order(std::move(states.flagged), nodes);
 }
 
-}  // namespace
-
-std::vector<FailedNode> failed_nodes(const std::vector<std::string>& nodes,
-                                     std::chrono::seconds wait) {
+// Asks `ask(first)` every second until `done(answer)` or `wait` has passed; the last answer.
+template <typename Ask, typename Done>
+auto poll_controller(std::chrono::seconds wait, Ask ask, Done done) {
   const auto give_up = std::chrono::steady_clock::now() + wait;
-  // The probe once: a node lost with the step is unreachable at once; and each probe is an error
-  // line in slurmd's log ("Zero Bytes were transmitted or received").
-  for (bool probe = true;; probe = false) {
-    auto failed = failed_now(nodes, probe);
-    if (!failed.empty() || std::chrono::steady_clock::now() >= give_up) return failed;
+  for (bool first = true;; first = false) {
+    auto answer = ask(first);
+    if (done(answer) || std::chrono::steady_clock::now() >= give_up) return answer;
     std::this_thread::sleep_for(std::chrono::seconds(1));
   }
 }
 
+}  // namespace
+
+std::vector<FailedNode> failed_nodes(const std::vector<std::string>& nodes,
+                                     std::chrono::seconds wait) {
+  // The probe once: a node lost with the step is unreachable at once; and each probe is an error
+  // line in slurmd's log ("Zero Bytes were transmitted or received").
+  return poll_controller(
+      wait, [&](bool first) { return failed_now(nodes, first); },
+      [](const std::vector<FailedNode>& failed) { return !failed.empty(); });
+}
+
 std::vector<std::string> await_down(const std::vector<std::string>& nodes,
                                     std::chrono::seconds wait) {
-  const auto give_up = std::chrono::steady_clock::now() + wait;
-  while (true) {
-    const auto states = states_now(nodes);
-    std::vector<std::string> up;
-    for (const auto& name : nodes) {
-      if (states.down.count(name) == 0) up.push_back(name);
-    }
-    if (up.empty() || std::chrono::steady_clock::now() >= give_up) return up;
-    std::this_thread::sleep_for(std::chrono::seconds(1));
-  }
+  return poll_controller(
+      wait,
+      [&](bool) {
+        const auto states = states_now(nodes);
+        std::vector<std::string> up;
+        for (const auto& name : nodes) {
+          if (states.down.count(name) == 0) up.push_back(name);
+        }
+        return up;
+      },
+      [](const std::vector<std::string>& up) { return up.empty(); });
 }
 
 ExclusionPlan plan_exclusion(const std::vector<std::string>& excluded,
